@@ -1,0 +1,3 @@
+from recallbench.cli import main
+
+main()

@@ -1,0 +1,391 @@
+"""The ``recallbench`` command line: run, score, systems, datasets, verify."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import Progress as RichProgress
+from rich.table import Table as RichTable
+
+from recallbench.datasets.fetch import DataFileError, resolve_data_dir
+from recallbench.datasets.native import DatasetFormatError
+from recallbench.datasets.registry import DatasetRefError, dataset_specs, split_refs
+from recallbench.report.summary import Table, tables
+from recallbench.run.chunking import CHUNKINGS
+from recallbench.run.runner import Progress
+from recallbench.run.spec import DEFAULT_K, RunSpec
+from recallbench.systems.registry import (
+    BASELINES,
+    SystemUnavailableError,
+    UnknownSystemError,
+    available_systems,
+)
+
+app = typer.Typer(
+    help="recallbench: measure the long-term memory of LLM systems, reproducibly.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+USER_ERRORS = (
+    DataFileError,
+    DatasetFormatError,
+    DatasetRefError,
+    UnknownSystemError,
+    SystemUnavailableError,
+    ValueError,
+    FileNotFoundError,
+)
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def parse_ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(x) for x in text.split(",") if x.strip()}))
+    except ValueError:
+        raise fail(f"--k takes integers joined by commas, got {text!r}") from None
+    if not ks or min(ks) < 1:
+        raise fail(f"--k values must be positive integers, got {text!r}")
+    return ks
+
+
+def read_config(path: Path | None) -> dict[str, dict[str, Any]]:
+    """System options from a JSON or TOML file: ``{system name: {option: value}}``."""
+    if path is None:
+        return {}
+    if not path.exists():
+        raise fail(f"config file {path} not found")
+    text = path.read_bytes()
+    try:
+        data = tomllib.loads(text.decode()) if path.suffix == ".toml" else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise fail(f"config file {path}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise fail(f"config file {path}: expected a mapping of system name -> options")
+    return data
+
+
+def system_list(systems: str, no_baselines: bool) -> tuple[str, ...]:
+    chosen = [s.strip() for s in systems.split(",") if s.strip()]
+    if not no_baselines:
+        chosen = [b for b in BASELINES if b not in chosen] + chosen
+    if not chosen:
+        raise fail("no system to run (--no-baselines with an empty --systems)")
+    return tuple(dict.fromkeys(chosen))
+
+
+def print_table(t: Table) -> None:
+    rt = RichTable(title=t.title, caption=t.caption or None, title_justify="left")
+    for i, c in enumerate(t.columns):
+        rt.add_column(c, justify="left" if i == 0 else "right")
+    for row in t.rows:
+        rt.add_row(*row)
+    console.print(rt)
+
+
+class _Bar:
+    def __init__(self, enabled: bool) -> None:
+        self.progress = RichProgress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            disable=not enabled,
+        )
+        self.task: Any = None
+
+    def hooks(self) -> Progress:
+        def start(description: str, total: int) -> None:
+            if self.task is not None:
+                self.progress.update(self.task, visible=True)
+            self.task = self.progress.add_task(description, total=total)
+
+        def advance(n: int) -> None:
+            if self.task is not None:
+                self.progress.advance(self.task, n)
+
+        return Progress(start_task=start, advance=advance)
+
+
+DataDirOpt = Annotated[
+    Path | None,
+    typer.Option("--data-dir", help="Data folder (default: $RECALLBENCH_DATA, else a user cache)."),
+]
+
+
+@app.command()
+def run(
+    systems: Annotated[str, typer.Option(help="Systems to run, joined by commas.")] = "",
+    datasets: Annotated[
+        str, typer.Option(help="Datasets: name, name:variant or name@PATH, joined by commas.")
+    ] = "sample",
+    k: Annotated[str, typer.Option("--k", help="Retrieval depths, joined by commas.")] = ",".join(
+        str(x) for x in DEFAULT_K
+    ),
+    chunking: Annotated[str, typer.Option(help=f"Ingest unit: {'|'.join(CHUNKINGS)}.")] = "pair",
+    out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
+    data_dir: DataDirOpt = None,
+    cache_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Shared cache (embeddings, ...); default $RECALLBENCH_CACHE or a user cache."
+        ),
+    ] = None,
+    no_baselines: Annotated[
+        bool, typer.Option("--no-baselines", help="Do not add random, bm25 and naive.")
+    ] = False,
+    concurrency: Annotated[int, typer.Option(help="Concurrent searches.", min=1)] = 1,
+    timeout: Annotated[float, typer.Option(help="Per-call timeout in seconds.")] = 60.0,
+    seed: Annotated[int, typer.Option(help="Seed for random choices.")] = 0,
+    config: Annotated[
+        Path | None, typer.Option(help="JSON or TOML file: {system: {option: value}}.")
+    ] = None,
+    questions: Annotated[
+        str | None,
+        typer.Option(help="Question set, where the dataset has several (e.g. tier|xling|probes)."),
+    ] = None,
+    image_mode: Annotated[str, typer.Option(help="native|caption|skip.")] = "native",
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue an interrupted run folder under the same run id.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Run memory systems (beside the baselines) on datasets and score retrieval."""
+    from recallbench.run.orchestrate import resume_run, start_run
+
+    data = resolve_data_dir(data_dir)
+    bar = _Bar(enabled=not quiet)
+    try:
+        if resume is not None:
+            with bar.progress:
+                scored = resume_run(resume, data, bar.hooks(), cache_dir)
+        else:
+            if chunking not in CHUNKINGS:
+                raise fail(f"--chunking must be one of {', '.join(CHUNKINGS)}, got {chunking!r}")
+            options: dict[str, Any] = {"image_mode": image_mode}
+            if questions:
+                options["questions"] = questions
+            spec = RunSpec(
+                systems=system_list(systems, no_baselines),
+                datasets=tuple(split_refs(datasets)),
+                k=parse_ks(k),
+                chunking=chunking,
+                seed=seed,
+                timeout_s=timeout,
+                concurrency=concurrency,
+                system_configs=read_config(config),
+                dataset_options=options,
+            )
+            with bar.progress:
+                scored = start_run(spec, data, out, bar.hooks(), cache_dir)
+    except USER_ERRORS as exc:
+        raise fail(str(exc)) from None
+    for t in tables(scored):
+        print_table(t)
+    console.print(f"results: {scored.run_dir}", highlight=False)
+
+
+@app.command()
+def score(
+    target: Annotated[
+        Path,
+        typer.Argument(
+            help="A results folder (re-scored from disk) or a JSONL file of predictions."
+        ),
+    ],
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="Dataset the predictions answer (name, name:variant or name@PATH)."),
+    ] = None,
+    tier: Annotated[str | None, typer.Option(help="Variant (tier) of the dataset.")] = None,
+    questions: Annotated[str | None, typer.Option(help="Question set of the dataset.")] = None,
+    mode: Annotated[str, typer.Option(help="Answer scoring mode (dry: string rules).")] = "dry",
+    k: Annotated[
+        str | None, typer.Option("--k", help="Retrieval depths, joined by commas.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write one JSON line per question here (prediction files).")
+    ] = None,
+    results_dir: Annotated[
+        Path | None,
+        typer.Option(help="Folder for verdicts.jsonl and metrics.jsonl (prediction files)."),
+    ] = None,
+    data_dir: DataDirOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Re-score a run from disk without calling any system, or score a predictions file."""
+    from recallbench.score.score_run import RunFolderError, score_run
+
+    data = resolve_data_dir(data_dir)
+    if target.is_dir():
+        try:
+            scored = score_run(target, data)
+        except (RunFolderError, *USER_ERRORS) as exc:
+            raise fail(str(exc)) from None
+        if not quiet:
+            for t in tables(scored):
+                print_table(t)
+        console.print(f"scored: {target}", highlight=False)
+        return
+    if not target.exists():
+        raise fail(f"{target} does not exist")
+    if dataset is None:
+        raise fail("scoring a predictions file needs --dataset")
+    score_file(target, dataset, tier, questions, mode, k, out, results_dir, data, quiet)
+
+
+def score_file(
+    target: Path,
+    dataset: str,
+    tier: str | None,
+    questions: str | None,
+    mode: str,
+    k: str | None,
+    out: Path | None,
+    results_dir: Path | None,
+    data: Path,
+    quiet: bool,
+) -> None:
+    from recallbench.datasets.registry import load_dataset
+    from recallbench.run import store
+    from recallbench.score.external import per_question_lines, score_predictions
+
+    ref = f"{dataset}:{tier}" if tier else dataset
+    options: dict[str, Any] = {"mode": mode}
+    if questions:
+        options["questions"] = questions
+    try:
+        ds = load_dataset(ref, data, options)
+        default_k = ds.options.get("default_k", DEFAULT_K)
+        result = score_predictions(target, ds, parse_ks(k) if k else tuple(default_k))
+    except USER_ERRORS as exc:
+        raise fail(str(exc)) from None
+    folder = results_dir or target.with_name(target.stem + ".scored")
+    folder.mkdir(parents=True, exist_ok=True)
+    store.write_jsonl(folder / store.VERDICTS, result.verdicts)
+    store.write_jsonl(folder / store.METRICS, result.metrics)
+    if out is not None:
+        store.write_jsonl(out, per_question_lines(result, ds))
+    if result.missing_ids:
+        err.print(
+            f"{len(result.missing_ids)} question(s) of {ds.key} have no line in "
+            f"{target}: scored as misses",
+            highlight=False,
+        )
+    if not quiet:
+        from recallbench.report.summary import metric_table
+
+        print_table(metric_table(result.metrics, ds.key))
+    console.print(f"verdicts and metrics: {folder}", highlight=False)
+
+
+@app.command("systems")
+def systems_cmd() -> None:
+    """List registered systems, where they come from and whether they can run here."""
+    from recallbench.systems.registry import resolve_target
+
+    t = RichTable(title="registered systems", title_justify="left")
+    for c in ("name", "source", "available", "capabilities"):
+        t.add_column(c)
+    for name, entry in available_systems().items():
+        try:
+            cls = resolve_target(entry.target)
+            caps = getattr(cls, "capabilities", None)
+            avail, cap = (
+                "yes",
+                ", ".join(
+                    f"{k}={v}"
+                    for k, v in (
+                        caps.__dict__
+                        if hasattr(caps, "__dict__")
+                        else {f: getattr(caps, f) for f in caps.__slots__}
+                    ).items()
+                )
+                if caps is not None
+                else "-",
+            )
+        except ImportError:
+            avail = f'no: pip install "recallbench[{entry.extra}]"' if entry.extra else "no"
+            cap = "-"
+        t.add_row(name, entry.source, avail, cap)
+    console.print(t)
+
+
+@app.command("datasets")
+def datasets_cmd(data_dir: DataDirOpt = None) -> None:
+    """List registered datasets, their variants and whether their files are here."""
+    data = resolve_data_dir(data_dir)
+    t = RichTable(title=f"registered datasets (data dir: {data})", title_justify="left")
+    for c in ("name", "version", "variants", "licence", "haystack", "local files"):
+        t.add_column(c)
+    for name, spec in dataset_specs().items():
+        files = {f.name for v in (spec.variants or ("",)) for f in spec.variant_files(v, {})}
+        if name == "sample":
+            here = f"{len(files)}/{len(files)} (bundled)"
+        else:
+            here = f"{sum((data / name / f).exists() for f in files)}/{len(files)}"
+        t.add_row(
+            name, spec.version, "|".join(spec.variants) or "-", spec.license, spec.haystack, here
+        )
+    console.print(t)
+
+
+@app.command()
+def verify(
+    system: Annotated[str | None, typer.Option(help="Check only this system.")] = None,
+    config: Annotated[Path | None, typer.Option(help="JSON/TOML options for the system.")] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Self-check: systems keep the protocol, the scorer is deterministic, data matches."""
+    from recallbench import selfcheck
+
+    options = read_config(config).get(system or "", {}) if system else {}
+    if config is not None and system and not options:
+        raw = read_config(config)
+        options = raw.get(system, raw if not any(isinstance(v, dict) for v in raw.values()) else {})
+    checks = selfcheck.check_systems(system, options)
+    if system is None:
+        checks += selfcheck.check_scorer_determinism()
+        checks += selfcheck.check_datasets(resolve_data_dir(data_dir))
+    t = RichTable(title="recallbench verify", title_justify="left")
+    for c in ("area", "subject", "check", "status", "detail"):
+        t.add_column(c)
+    style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    for c in checks:
+        t.add_row(c.area, c.subject, c.check, f"[{style[c.status]}]{c.status}[/]", c.detail)
+    console.print(t)
+    failures = [c for c in checks if c.status == "fail"]
+    counts = {s: sum(c.status == s for c in checks) for s in ("pass", "fail", "skip")}
+    console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
+    for c in failures:
+        err.print(f"FAIL {c.area} {c.subject}: {c.check}: {c.detail}", highlight=False)
+    if failures:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

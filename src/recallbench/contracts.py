@@ -1,0 +1,254 @@
+"""Frozen record types shared by every layer of recallbench.
+
+Dataset loaders produce :class:`Turn`, :class:`Session` and :class:`Question`; the runner hands
+systems :class:`Session` objects made of harness-chosen :class:`Chunk` ingest units and receives
+:class:`Memory` lists; it writes :class:`Observation` records. The scorer turns observations into
+:class:`Verdict` records, and aggregation turns verdicts into :class:`MetricRow` records.
+
+Every record serialises to plain JSON with :func:`to_json_dict` and back with its ``from_dict``.
+``FORMAT_VERSION`` is bumped whenever a field changes meaning; readers accept older versions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+FORMAT_VERSION = "1"
+
+Outcome = Literal["usable", "unusable", "error"]
+"""usable: memories came back; unusable: the search returned nothing; error: exception/timeout."""
+
+HaystackKind = Literal["global", "conversation", "question"]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message of a conversation, with neutral fields only.
+
+    Nothing here tells story from filler or marks evidence: loaders drop every such field.
+    """
+
+    turn_id: str
+    session_id: str
+    speaker: str
+    text: str
+    date: str | None = None
+    image: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """An ingest unit chosen by the harness (a turn, a user/assistant pair, or a session)."""
+
+    chunk_id: str
+    session_id: str
+    date: str | None
+    turns: tuple[Turn, ...]
+
+    @property
+    def turn_ids(self) -> tuple[str, ...]:
+        return tuple(t.turn_id for t in self.turns)
+
+    @property
+    def text(self) -> str:
+        """The chunk as plain text: one ``speaker: text`` line per turn."""
+        return "\n".join(f"{t.speaker}: {t.text}" for t in self.turns)
+
+    @property
+    def images(self) -> tuple[str, ...]:
+        return tuple(t.image for t in self.turns if t.image)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """A dated conversation session as handed to ``System.add``.
+
+    ``turns`` are the raw messages; ``chunks`` the harness's ingest units over them. A system may
+    store either, but retrieval is scored through the turn ids a memory says it came from.
+    """
+
+    session_id: str
+    date: str | None
+    turns: tuple[Turn, ...]
+    chunks: tuple[Chunk, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One benchmark question with its gold labels. Never handed to a system: only ``text`` is.
+
+    ``evidence_turns`` is ``None`` when the evidence is unknown (retrieval then scores null with
+    ``evidence_unknown_reason``) and ``()`` when the question has no evidence by design
+    (abstention kinds).
+    """
+
+    id: str
+    dataset: str
+    group: str
+    text: str
+    gold: str | None
+    alternates: tuple[str, ...] = ()
+    expect: str = "answer"
+    evidence_turns: tuple[str, ...] | None = ()
+    evidence_sessions: tuple[str, ...] = ()
+    axis: str = ""
+    weight: float = 1.0
+    lang: str = "en"
+    evidence_unknown_reason: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-256 of the question's canonical JSON (lm-evaluation-harness style sample hash)."""
+        return sha256_text(canonical_json(to_json_dict(self)))[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """What ``System.search`` returns. ``source_turns`` is ``None`` when the system cannot say
+    which dataset turns a memory came from; retrieval metrics are then null, never 0.
+    ``score`` is the system's own relevance score: recorded, never used for scoring."""
+
+    id: str
+    text: str
+    source_turns: tuple[str, ...] | None = None
+    score: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What came back from one search, how long it took and how big it was. No scores."""
+
+    run_id: str
+    dataset: str
+    dataset_version: str
+    group: str
+    question_id: str
+    system: str
+    k: int
+    attempt: int
+    observed_at: str
+    latency_ms: float | None
+    memories: tuple[Memory, ...]
+    chars_returned: int
+    outcome: Outcome
+    outcome_reason: str | None = None
+    network_ms: float | None = None
+    query_sha256: str = ""
+    answer: str | None = None
+    answer_generated: bool = False
+    retrieval_reported: bool = True
+    """False when a prediction file gave no retrieved ids: retrieval is then null, not 0."""
+
+
+@dataclass(frozen=True, slots=True)
+class IngestRecord:
+    """Timing of one haystack group's ingest for one system."""
+
+    run_id: str
+    dataset: str
+    group: str
+    system: str
+    sessions: int
+    chunks: int
+    turns: int
+    ingest_ms: float | None
+    outcome: Outcome
+    outcome_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The scorer's per-question result. Holds no wall-clock time of its own."""
+
+    run_id: str
+    dataset: str
+    dataset_version: str
+    system: str
+    question_id: str
+    slice: str
+    outcome: Outcome
+    outcome_reason: str | None
+    n_returned: int
+    chars_returned: int
+    metrics: Mapping[str, float | None]
+    null_reasons: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricRow:
+    """One aggregate figure in long format; it always carries its denominator."""
+
+    run_id: str
+    dataset: str
+    dataset_version: str
+    dataset_sha256: str
+    system: str
+    slice: str
+    metric: str
+    k: int | None
+    value: float | None
+    denominator_name: str
+    denominator: int
+    n_excluded: int
+    exclusion_rule: str | None = None
+    null_reason: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+
+
+def to_json_dict(record: Any) -> Any:
+    """Plain JSON-able structure for a record (dataclasses, tuples, mappings, scalars)."""
+    if dataclasses.is_dataclass(record) and not isinstance(record, type):
+        return {f.name: to_json_dict(getattr(record, f.name)) for f in dataclasses.fields(record)}
+    if isinstance(record, Mapping):
+        return {str(k): to_json_dict(v) for k, v in record.items()}
+    if isinstance(record, list | tuple):
+        return [to_json_dict(v) for v in record]
+    return record
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def memory_from_dict(d: Mapping[str, Any]) -> Memory:
+    st = d.get("source_turns")
+    return Memory(
+        id=str(d["id"]),
+        text=str(d.get("text", "")),
+        source_turns=None if st is None else tuple(str(x) for x in st),
+        score=d.get("score"),
+    )
+
+
+def observation_from_dict(d: Mapping[str, Any]) -> Observation:
+    fields = {f.name for f in dataclasses.fields(Observation)}
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["memories"] = tuple(memory_from_dict(m) for m in d.get("memories", ()))
+    return Observation(**kw)
+
+
+def ingest_from_dict(d: Mapping[str, Any]) -> IngestRecord:
+    fields = {f.name for f in dataclasses.fields(IngestRecord)}
+    return IngestRecord(**{k: v for k, v in d.items() if k in fields})
+
+
+def verdict_from_dict(d: Mapping[str, Any]) -> Verdict:
+    fields = {f.name for f in dataclasses.fields(Verdict)}
+    return Verdict(**{k: v for k, v in d.items() if k in fields})
+
+
+def metric_row_from_dict(d: Mapping[str, Any]) -> MetricRow:
+    fields = {f.name for f in dataclasses.fields(MetricRow)}
+    return MetricRow(**{k: v for k, v in d.items() if k in fields})

@@ -1,0 +1,190 @@
+"""The human-readable summary of a scored run: tables for the console and ``summary.md``.
+
+Every figure shown is a row of ``metrics.jsonl``; every table says its denominator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from recallbench.contracts import MetricRow
+from recallbench.report.aggregate import ALL
+
+if TYPE_CHECKING:
+    from recallbench.score.score_run import ScoredRun
+
+RETRIEVAL_COLUMNS = ("evidence_hit", "evidence_recall", "all_evidence", "mrr", "ndcg")
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    caption: str = ""
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    return "null" if value is None else f"{value:.{digits}f}"
+
+
+def _index(rows: Sequence[MetricRow]) -> dict[tuple[str, str, str, str, int | None], MetricRow]:
+    return {(r.dataset, r.system, r.slice, r.metric, r.k): r for r in rows}
+
+
+def system_table(scored: ScoredRun, dataset_key: str) -> Table:
+    spec_k = tuple(scored.manifest["spec"]["k"])
+    kmax = max(spec_k)
+    idx = _index(scored.metrics)
+    systems = scored.manifest["spec"]["systems"]
+    columns = ["system", "n"]
+    columns += [f"hit@{k}" for k in spec_k]
+    columns += [f"recall@{kmax}", f"all@{kmax}", f"MRR@{kmax}", f"nDCG@{kmax}"]
+    columns += ["errors", "empty", "chars/q", "p50 ms", "ingest s"]
+    rows = []
+    caption = ""
+    for system in systems:
+
+        def get(metric: str, k: int | None = None, system: str = system) -> MetricRow | None:
+            return idx.get((dataset_key, system, ALL, metric, k))
+
+        hit = get("evidence_hit", kmax)
+        n = f"{hit.denominator}" if hit else "0"
+        if hit and hit.n_excluded:
+            n += f" (+{hit.n_excluded} excl.)"
+            caption = f"excluded from retrieval: {hit.exclusion_rule}"
+        cells = [system, n]
+        cells += [fmt(getattr(get("evidence_hit", k), "value", None)) for k in spec_k]
+        for m in ("evidence_recall", "all_evidence", "mrr", "ndcg"):
+            cells.append(fmt(getattr(get(m, kmax), "value", None)))
+        asked = get("error_rate")
+        n_all = asked.denominator if asked else 0
+        for m in ("error_rate", "unusable_rate"):
+            r = get(m)
+            cells.append(f"{round((r.value or 0) * r.denominator)}/{r.denominator}" if r else "-")
+        cells.append(fmt(getattr(get("chars_returned_mean"), "value", None), 0))
+        cells.append(fmt(getattr(get("latency_ms_p50"), "value", None), 2))
+        ing = get("ingest_ms_total")
+        cells.append(fmt(ing.value / 1000.0 if ing and ing.value is not None else None, 2))
+        rows.append(tuple(cells))
+        del n_all
+    cap = (
+        "n = questions scored for retrieval (failed searches count as misses). "
+        "p50 ms over usable searches only. " + caption
+    )
+    return Table(
+        f"{dataset_key}: retrieval from gold evidence ids", tuple(columns), tuple(rows), cap.strip()
+    )
+
+
+def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None) -> Table | None:
+    idx = _index(scored.metrics)
+    systems = scored.manifest["spec"]["systems"]
+    slices = list(
+        dict.fromkeys(
+            r.slice
+            for r in scored.metrics
+            if r.dataset == dataset_key and r.metric == metric and r.k == k and r.slice != ALL
+        )
+    )
+    if not slices:
+        return None
+    rows = []
+    for s in slices:
+        cells = [s]
+        for system in systems:
+            r = idx.get((dataset_key, system, s, metric, k))
+            cells.append("-" if r is None else f"{fmt(r.value)} (n={r.denominator})")
+        rows.append(tuple(cells))
+    label = f"{metric}@{k}" if k is not None else metric
+    return Table(f"{dataset_key}: {label} by slice", ("slice", *systems), tuple(rows))
+
+
+def tables(scored: ScoredRun) -> list[Table]:
+    kmax = max(scored.manifest["spec"]["k"])
+    out: list[Table] = []
+    for ds in scored.datasets:
+        out.append(system_table(scored, ds.key))
+        by_slice = slice_table(scored, ds.key, "evidence_recall", kmax)
+        if by_slice:
+            out.append(by_slice)
+    return out
+
+
+def _markdown_table(t: Table) -> str:
+    lines = [
+        f"### {t.title}",
+        "",
+        "| " + " | ".join(t.columns) + " |",
+        "|" + "|".join("---" for _ in t.columns) + "|",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in t.rows]
+    if t.caption:
+        lines += ["", t.caption]
+    return "\n".join(lines) + "\n"
+
+
+def render_summary(scored: ScoredRun) -> str:
+    m = scored.manifest
+    spec = m["spec"]
+    lines = [
+        f"# recallbench run {m['run_id']}",
+        "",
+        f"- run date: {m['started_at']} (ended {m.get('ended_at') or 'not finished'})",
+        f"- recallbench {m['recallbench_version']}, format {m['format_version']}, "
+        f"git {(m['git'].get('commit') or 'unknown')[:12]}"
+        f"{' (dirty)' if m['git'].get('dirty') else ''}",
+        f"- systems: {', '.join(spec['systems'])}",
+        f"- k: {', '.join(str(k) for k in spec['k'])}; chunking: {spec['chunking']}; "
+        f"seed: {spec['seed']}; concurrency: {spec['concurrency']}; "
+        f"timeout: {spec['timeout_s']:g} s",
+        "- answers: none generated (retrieval figures only)",
+        "",
+    ]
+    for d in m["datasets"]:
+        pinned = "pinned release" if d["pinned"] else "NOT the pinned release"
+        lines.append(
+            f"- dataset {d['version_label']}: {d['questions']} questions, "
+            f"{d['groups']} haystack group(s) ({d['haystack']}); sha256 "
+            f"{d['checksum']} ({pinned})"
+        )
+        lines.extend(f"  - note: {n}" for n in d.get("card_notes", []))
+        if d.get("load_report"):
+            lines.append(f"  - load report: {len(d['load_report'])} defect(s), see run.json")
+    for key, miss in scored.missing.items():
+        for system, n in miss.items():
+            lines.append(
+                f"- INCOMPLETE: {system} on {key}: {n} question(s) have no observation "
+                "(resume the run to finish it)"
+            )
+    lines.append("")
+    for t in tables(scored):
+        lines.append(_markdown_table(t))
+    lines.append("Every figure is a row of metrics.jsonl, recomputable from verdicts.jsonl.")
+    return "\n".join(lines) + "\n"
+
+
+def metric_table(rows: Sequence[MetricRow], dataset_key: str, slice_: str = ALL) -> Table:
+    """Every metric of one slice, one row per (system, metric, k), with its denominator."""
+    out = []
+    for r in rows:
+        if r.dataset != dataset_key or r.slice != slice_:
+            continue
+        label = r.metric if r.k is None else f"{r.metric}@{r.k}"
+        out.append(
+            (
+                r.system,
+                label,
+                fmt(r.value),
+                f"{r.denominator}",
+                f"{r.n_excluded}",
+                r.exclusion_rule or r.null_reason or "",
+            )
+        )
+    return Table(
+        f"{dataset_key}: {slice_}",
+        ("system", "metric", "value", "n", "excluded", "rule"),
+        tuple(out),
+    )

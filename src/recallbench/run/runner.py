@@ -1,0 +1,351 @@
+"""The runner: per haystack group, ``reset()``, ``add()`` every session in order (timed), then one
+``search()`` per question (timed, with a timeout), writing raw observations. No scoring here.
+
+Failures never stop a run: an exception or timeout becomes an observation with outcome ``error``
+and its reason; an empty result is ``unusable``. Both are misses for the scorer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from recallbench.contracts import (
+    FORMAT_VERSION,
+    IngestRecord,
+    Memory,
+    Observation,
+    Question,
+    Session,
+    sha256_text,
+)
+from recallbench.datasets.spec import LoadedDataset
+from recallbench.run import store
+from recallbench.run.calls import CallPool
+from recallbench.run.chunking import with_chunks
+from recallbench.run.environment import environment
+from recallbench.run.spec import RunSpec, make_run_id
+from recallbench.systems.base import MemorySystem, SystemContext, close_system
+from recallbench.systems.registry import available_systems, create_system
+
+
+def now_rfc3339() -> str:
+    return datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+@dataclass
+class Progress:
+    """Callbacks the CLI uses to draw progress; all optional."""
+
+    start_task: Callable[[str, int], None] = lambda description, total: None
+    advance: Callable[[int], None] = lambda n: None
+
+
+def strip_images(session: Session) -> Session:
+    if not any(t.image for t in session.turns):
+        return session
+    return dataclasses.replace(
+        session, turns=tuple(dataclasses.replace(t, image=None) for t in session.turns)
+    )
+
+
+def prepare_sessions(
+    sessions: Sequence[Session], chunking: str, accepts_images: bool, image_mode: str
+) -> list[Session]:
+    """Chunk sessions; hand image references only to systems that accept them (``native``)."""
+    keep_images = accepts_images and image_mode == "native"
+    out = []
+    for s in sessions:
+        s = s if keep_images else strip_images(s)
+        out.append(with_chunks(s, chunking))
+    return out
+
+
+def _validate_memories(result: Any) -> tuple[Memory, ...]:
+    if not isinstance(result, list | tuple):
+        raise TypeError(f"search returned {type(result).__name__}, expected a list of Memory")
+    for m in result:
+        if not isinstance(m, Memory):
+            raise TypeError(f"search returned a {type(m).__name__}, expected Memory")
+    return tuple(result)
+
+
+class Runner:
+    """Executes a RunSpec into a results folder, resumable from its own logs."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        datasets: Sequence[LoadedDataset],
+        run_dir: Path,
+        run_id: str,
+        progress: Progress | None = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        self.spec = spec
+        self.datasets = list(datasets)
+        self.run_dir = run_dir
+        self.run_id = run_id
+        self.progress = progress or Progress()
+        self.cache_dir = cache_dir
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def done_keys(self) -> set[tuple[str, str, str]]:
+        path = self.run_dir / store.OBSERVATIONS
+        store.repair_torn_tail(path)
+        return {
+            (o["dataset"], o["system"], o["question_id"]) for o in store.read_jsonl_tolerant(path)
+        }
+
+    def ingested_groups(self) -> set[tuple[str, str, str]]:
+        path = self.run_dir / store.INGEST
+        store.repair_torn_tail(path)
+        return {(r["dataset"], r["system"], r["group"]) for r in store.read_jsonl_tolerant(path)}
+
+    # -- execution -------------------------------------------------------------------------
+    def execute(self) -> None:
+        done = self.done_keys()
+        ingested = self.ingested_groups()
+        obs_log = store.AppendLog(self.run_dir / store.OBSERVATIONS)
+        ingest_log = store.AppendLog(self.run_dir / store.INGEST)
+        pool = CallPool(self.spec.concurrency)
+        try:
+            for ds in self.datasets:
+                for system_name in self.spec.systems:
+                    self._run_system(ds, system_name, done, ingested, obs_log, ingest_log, pool)
+        finally:
+            pool.close()
+            obs_log.close()
+            ingest_log.close()
+
+    def _context(self, system_name: str) -> SystemContext:
+        work = self.run_dir / "work" / system_name
+        shutil.rmtree(work, ignore_errors=True)  # a resumed run rebuilds state from scratch
+        work.mkdir(parents=True, exist_ok=True)
+        return SystemContext(
+            seed=self.spec.seed,
+            work_dir=work,
+            cache_dir=self.cache_dir,
+            config=dict(self.spec.system_configs.get(system_name, {})),
+        )
+
+    def _run_system(
+        self,
+        ds: LoadedDataset,
+        system_name: str,
+        done: set[tuple[str, str, str]],
+        ingested: set[tuple[str, str, str]],
+        obs_log: store.AppendLog,
+        ingest_log: store.AppendLog,
+        pool: CallPool,
+    ) -> None:
+        questions = {q.id: q for q in ds.questions}
+        todo_groups = [
+            (
+                g,
+                [
+                    questions[qid]
+                    for qid in g.question_ids
+                    if (ds.key, system_name, qid) not in done
+                ],
+            )
+            for g in ds.groups
+        ]
+        total = sum(len(qs) for _, qs in todo_groups)
+        self.progress.start_task(f"{system_name} on {ds.key}", total)
+        if total == 0:
+            return
+        system = create_system(system_name, self._context(system_name))
+        image_mode = str(ds.options.get("image_mode", "native"))
+        try:
+            for group, qs in todo_groups:
+                if not qs:
+                    continue
+                sessions = prepare_sessions(
+                    group.sessions,
+                    self.spec.chunking,
+                    system.capabilities.accepts_images,
+                    image_mode,
+                )
+                ok, reason = self._ingest(
+                    system, ds, group.group_id, sessions, pool, ingest_log, ingested
+                )
+                if ok:
+                    self._search_all(system, ds, qs, pool, obs_log)
+                else:
+                    for q in qs:
+                        obs_log.append(self._failed(ds, system_name, q, f"ingest failed: {reason}"))
+                        self.progress.advance(1)
+        finally:
+            close_system(system)
+
+    def _ingest(
+        self,
+        system: MemorySystem,
+        ds: LoadedDataset,
+        group_id: str,
+        sessions: list[Session],
+        pool: CallPool,
+        ingest_log: store.AppendLog,
+        ingested: set[tuple[str, str, str]],
+    ) -> tuple[bool, str | None]:
+        timeout = self.spec.timeout_s
+
+        def ingest() -> None:
+            system.reset()
+            for s in sessions:
+                system.add(s)
+
+        # The ingest timeout scales with its size: the per-call timeout for each session.
+        outcome = pool.run(ingest, timeout * max(1, len(sessions)))
+        key = (ds.key, system.name, group_id)
+        if key not in ingested:  # a resumed group re-ingests, but its time is recorded once
+            ingest_log.append(
+                IngestRecord(
+                    run_id=self.run_id,
+                    dataset=ds.key,
+                    group=group_id,
+                    system=system.name,
+                    sessions=len(sessions),
+                    chunks=sum(len(s.chunks) for s in sessions),
+                    turns=sum(len(s.turns) for s in sessions),
+                    ingest_ms=outcome.elapsed_ms,
+                    outcome="usable" if outcome.ok else "error",
+                    outcome_reason=outcome.reason,
+                )
+            )
+            ingested.add(key)
+        return outcome.ok, outcome.reason
+
+    def _search_all(
+        self,
+        system: MemorySystem,
+        ds: LoadedDataset,
+        qs: list[Question],
+        pool: CallPool,
+        obs_log: store.AppendLog,
+    ) -> None:
+        k = self.spec.k_max
+        # Submit in windows so a large group does not queue everything at once.
+        window = max(1, self.spec.concurrency) * 4
+        for start in range(0, len(qs), window):
+            batch = qs[start : start + window]
+            calls = [pool.submit(lambda q=q: system.search(q.text, k)) for q in batch]
+            for q, call in zip(batch, calls, strict=True):
+                outcome = pool.wait(call, self.spec.timeout_s)
+                obs_log.append(self._observation(ds, system.name, q, k, outcome))
+                self.progress.advance(1)
+
+    def _observation(
+        self, ds: LoadedDataset, system_name: str, q: Question, k: int, outcome: Any
+    ) -> Observation:
+        if not outcome.ok:
+            return self._failed(ds, system_name, q, outcome.reason)
+        try:
+            memories = _validate_memories(outcome.result)
+        except TypeError as exc:
+            return self._failed(ds, system_name, q, f"invalid result: {exc}")
+        chars = sum(len(m.text) for m in memories)
+        return Observation(
+            run_id=self.run_id,
+            dataset=ds.key,
+            dataset_version=ds.version_label,
+            group=q.group,
+            question_id=q.id,
+            system=system_name,
+            k=k,
+            attempt=1,
+            observed_at=now_rfc3339(),
+            latency_ms=round(outcome.elapsed_ms, 4),
+            memories=memories,
+            chars_returned=chars,
+            outcome="usable" if memories else "unusable",
+            outcome_reason=None if memories else "empty result",
+            query_sha256=sha256_text(q.text),
+        )
+
+    def _failed(
+        self, ds: LoadedDataset, system_name: str, q: Question, reason: str | None
+    ) -> Observation:
+        return Observation(
+            run_id=self.run_id,
+            dataset=ds.key,
+            dataset_version=ds.version_label,
+            group=q.group,
+            question_id=q.id,
+            system=system_name,
+            k=self.spec.k_max,
+            attempt=1,
+            observed_at=now_rfc3339(),
+            latency_ms=None,
+            memories=(),
+            chars_returned=0,
+            outcome="error",
+            outcome_reason=reason,
+            query_sha256=sha256_text(q.text),
+        )
+
+
+def dataset_record(ds: LoadedDataset) -> dict[str, Any]:
+    return {
+        "key": ds.key,
+        "name": ds.name,
+        "variant": ds.variant,
+        "version": ds.version,
+        "version_label": ds.version_label,
+        "checksum": ds.checksum,
+        "pinned": ds.pinned,
+        "files": [dataclasses.asdict(f) for f in ds.files],
+        "haystack": ds.haystack,
+        "groups": len(ds.groups),
+        "questions": len(ds.questions),
+        "scoring": ds.scoring,
+        "options": dict(ds.options),
+        "load_report": list(ds.load_report),
+        "card_notes": list(ds.card_notes),
+    }
+
+
+def system_records(names: Sequence[str]) -> list[dict[str, Any]]:
+    entries = available_systems()
+    out = []
+    for name in names:
+        entry = entries.get(name)
+        record: dict[str, Any] = {"name": name, "source": entry.source if entry else None}
+        try:
+            from recallbench.systems.registry import resolve_target
+
+            cls = resolve_target(entry.target) if entry else None
+            caps = getattr(cls, "capabilities", None)
+            record["capabilities"] = dataclasses.asdict(caps) if caps is not None else None
+        except ImportError:
+            record["capabilities"] = None
+        out.append(record)
+    return out
+
+
+def new_run_manifest(
+    spec: RunSpec, datasets: Sequence[LoadedDataset]
+) -> tuple[str, dict[str, Any]]:
+    started = datetime.now(UTC)
+    run_id = make_run_id(spec, started)
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "run_id": run_id,
+        "spec": spec.to_dict(),
+        "spec_hash": spec.spec_hash,
+        "concurrency": spec.concurrency,
+        "datasets": [dataset_record(d) for d in datasets],
+        "systems": system_records(spec.systems),
+        "started_at": started.astimezone().isoformat(timespec="seconds"),
+        "ended_at": None,
+        "status": "running",
+        "resumed_at": [],
+        **environment(),
+    }
+    return run_id, manifest

@@ -1,0 +1,127 @@
+"""Score predictions made by anyone: a JSONL file with one object per question.
+
+Each line: ``{"id": ..., "answer": ..., "retrieved_turns": [...], "memories_returned": [...],
+"answer_generated": ...}``; every field but ``id`` may be absent. Absent ``retrieved_turns``
+means retrieval cannot be checked (null with a reason), while ``[]`` is a miss. A question of the
+dataset with no line in the file is a miss (an empty answer, nothing retrieved) and stays in the
+denominator; a line whose id is not a question of the dataset is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recallbench.contracts import Memory, MetricRow, Observation, Verdict, to_json_dict
+from recallbench.datasets.native import DatasetFormatError, read_jsonl
+from recallbench.datasets.spec import LoadedDataset
+from recallbench.report.aggregate import aggregate
+from recallbench.score.rulesets import get_ruleset
+from recallbench.score.scorer import score_dataset
+
+EXTERNAL_SYSTEM = "external"
+
+
+@dataclass(frozen=True)
+class ExternalScore:
+    run_id: str
+    verdicts: tuple[Verdict, ...]
+    metrics: tuple[MetricRow, ...]
+    missing_ids: tuple[str, ...]
+
+
+def record_to_observation(
+    rec: Mapping[str, Any], dataset: LoadedDataset, run_id: str, group: str, k: int
+) -> Observation:
+    retrieved = rec.get("retrieved_turns")
+    texts = rec.get("memories_returned")
+    memories: list[Memory] = []
+    if retrieved is not None:
+        memories = [Memory(id=str(t), text="", source_turns=(str(t),)) for t in retrieved]
+    if texts is not None:
+        texts = [str(t) for t in texts]
+        if retrieved is None:
+            memories = [Memory(id=f"m{i}", text=t, source_turns=None) for i, t in enumerate(texts)]
+    answer = rec.get("answer")
+    answer = None if answer is None else str(answer)
+    chars = rec.get("chars_returned")
+    if chars is None:
+        chars = sum(len(t) for t in texts) if texts else sum(len(m.text) for m in memories)
+    returned_something = bool(memories) or bool(texts)
+    latency = rec.get("latency_ms")
+    return Observation(
+        run_id=run_id,
+        dataset=dataset.key,
+        dataset_version=dataset.version_label,
+        group=group,
+        question_id=str(rec["id"]),
+        system=EXTERNAL_SYSTEM,
+        k=k,
+        attempt=1,
+        observed_at="",
+        latency_ms=None if latency is None else float(latency),
+        memories=tuple(memories),
+        chars_returned=int(chars),
+        outcome="usable" if returned_something or (answer or "").strip() else "unusable",
+        outcome_reason=None,
+        network_ms=rec.get("network_ms"),
+        answer=answer,
+        answer_generated=bool(rec.get("answer_generated", answer is not None)),
+        retrieval_reported=retrieved is not None or texts is not None,
+    )
+
+
+def score_predictions(path: Path, dataset: LoadedDataset, ks: Sequence[int]) -> ExternalScore:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    run_id = f"external-{digest[:12]}"
+    groups = {q.id: q.group for q in dataset.questions}
+    observations: list[Observation] = []
+    seen: set[str] = set()
+    for line, rec in read_jsonl(path):
+        if "id" not in rec:
+            raise DatasetFormatError(path, line, "missing field 'id'")
+        qid = str(rec["id"])
+        if qid not in groups:
+            raise DatasetFormatError(path, line, f"id {qid!r} is not a question of {dataset.key}")
+        if qid in seen:
+            raise DatasetFormatError(path, line, f"duplicate id {qid!r}")
+        seen.add(qid)
+        observations.append(record_to_observation(rec, dataset, run_id, groups[qid], max(ks)))
+    missing = tuple(q.id for q in dataset.questions if q.id not in seen)
+    for qid in missing:  # an unanswered question is a miss, never dropped
+        observations.append(
+            record_to_observation(
+                {"id": qid, "answer": "", "retrieved_turns": []},
+                dataset,
+                run_id,
+                groups[qid],
+                max(ks),
+            )
+        )
+    verdicts, _ = score_dataset(dataset, observations, ks, (EXTERNAL_SYSTEM,))
+    metrics = aggregate(dataset, verdicts, observations, [], (EXTERNAL_SYSTEM,), run_id)
+    return ExternalScore(run_id, tuple(verdicts), tuple(metrics), missing)
+
+
+def per_question_lines(result: ExternalScore, dataset: LoadedDataset) -> list[dict[str, Any]]:
+    """One JSON object per question for ``--out``: rule sets may shape their own."""
+    ruleset = get_ruleset(dataset.scoring)
+    questions = {q.id: q for q in dataset.questions}
+    shape = getattr(ruleset, "external_line", None)
+    lines = []
+    for v in result.verdicts:
+        if callable(shape):
+            lines.append(shape(questions[v.question_id], v))
+        else:
+            lines.append(
+                {
+                    "id": v.question_id,
+                    "slice": v.slice,
+                    **to_json_dict(v.metrics),
+                    "null_reasons": to_json_dict(v.null_reasons),
+                }
+            )
+    return lines

@@ -1,0 +1,64 @@
+"""The memory-system protocol every adapter implements, and the capabilities it declares.
+
+A system sees only what the benchmark hands it: sessions of neutral turns (grouped by the
+harness into ingest chunks) and query text. It must forget everything on ``reset()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from recallbench.contracts import Memory, Session
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a system declares about itself; recorded in every run and shown in the card."""
+
+    returns_source_turns: bool = True
+    accepts_images: bool = False
+    summarizes: bool = False
+    llm_inside: str | None = None
+    in_process: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SystemContext:
+    """What the harness gives a system when it is built.
+
+    ``work_dir`` is a private folder for the system's on-disk state (inside the run folder);
+    ``cache_dir`` is shared across runs (for example an embedding cache); ``seed`` is the run
+    seed; ``config`` the user's options for this system (from ``--config``).
+    """
+
+    seed: int = 0
+    work_dir: Path | None = None
+    cache_dir: Path | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class MemorySystem(Protocol):
+    """Three methods and a declaration. ``name`` is the registry name."""
+
+    name: str
+    capabilities: Capabilities
+
+    def add(self, session: Session) -> None:
+        """Store one session (called in chronological order within a haystack group)."""
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        """Return up to ``k`` memories, best first (``naive`` may ignore ``k``)."""
+
+    def reset(self) -> None:
+        """Forget everything added so far."""
+
+
+def close_system(system: MemorySystem) -> None:
+    """Release resources if the system has a ``close()`` method (optional)."""
+    close = getattr(system, "close", None)
+    if callable(close):
+        close()

@@ -1,0 +1,98 @@
+"""``bm25``: one BM25 document per ingest chunk (``bm25s``, English stemming and stop words).
+
+The index is rebuilt lazily on the first search after new sessions were added. Chunks that share
+no term with the query (score 0) are not returned: an honest empty result rather than noise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from recallbench.contracts import Chunk, Memory, Session
+from recallbench.systems.base import Capabilities, SystemContext
+
+
+class BM25Index:
+    """A BM25 index over texts, with lazy rebuild. Shared by ``bm25`` and ``hybrid``."""
+
+    def __init__(self, language: str = "english", stopwords: str | None = "en") -> None:
+        self._stemmer = Stemmer.Stemmer(language)
+        self._stopwords = stopwords
+        self._texts: list[str] = []
+        self._retriever: Any = None
+        self._dirty = False
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def add(self, texts: list[str]) -> None:
+        self._texts.extend(texts)
+        self._dirty = True
+
+    def clear(self) -> None:
+        self._texts = []
+        self._retriever = None
+        self._dirty = False
+
+    def _tokenize(self, texts: list[str]) -> Any:
+        return bm25s.tokenize(
+            texts, stopwords=self._stopwords, stemmer=self._stemmer, show_progress=False
+        )
+
+    def top(self, query: str, k: int) -> list[tuple[int, float]]:
+        """(document index, score) pairs with score > 0, best first, at most ``k``."""
+        if not self._texts or k <= 0:
+            return []
+        if self._dirty or self._retriever is None:
+            self._retriever = bm25s.BM25()
+            self._retriever.index(self._tokenize(self._texts), show_progress=False)
+            self._dirty = False
+        tokens = self._tokenize([query])
+        if not tokens.ids or not tokens.ids[0]:
+            return []
+        # Map query tokens into the index vocabulary; unknown tokens cannot score.
+        inv = {i: w for w, i in tokens.vocab.items()}
+        vocab = self._retriever.vocab_dict
+        words = [inv[i] for i in tokens.ids[0] if inv[i] in vocab]
+        if not words:
+            return []
+        scores = self._retriever.get_scores(words)
+        n = min(k, len(self._texts))
+        idx = np.argsort(-scores, kind="stable")[:n]
+        return [(int(i), float(scores[i])) for i in idx if scores[i] > 0]
+
+
+class BM25System:
+    name = "bm25"
+    capabilities = Capabilities(returns_source_turns=True)
+
+    def __init__(self, context: SystemContext | None = None) -> None:
+        config = (context or SystemContext()).config
+        self._index = BM25Index(
+            language=str(config.get("stemmer", "english")),
+            stopwords=config.get("stopwords", "en"),
+        )
+        self._chunks: list[Chunk] = []
+
+    def add(self, session: Session) -> None:
+        self._chunks.extend(session.chunks)
+        self._index.add([c.text for c in session.chunks])
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        return [
+            Memory(
+                id=self._chunks[i].chunk_id,
+                text=self._chunks[i].text,
+                source_turns=self._chunks[i].turn_ids,
+                score=score,
+            )
+            for i, score in self._index.top(query, k)
+        ]
+
+    def reset(self) -> None:
+        self._chunks = []
+        self._index.clear()
