@@ -103,6 +103,8 @@ def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None)
 
 
 def tables(scored: ScoredRun) -> list[Table]:
+    from recallbench.score.rulesets import get_ruleset
+
     kmax = max(scored.manifest["spec"]["k"])
     out: list[Table] = []
     for ds in scored.datasets:
@@ -110,6 +112,13 @@ def tables(scored: ScoredRun) -> list[Table]:
         by_slice = slice_table(scored, ds.key, "evidence_recall", kmax)
         if by_slice:
             out.append(by_slice)
+        extra = getattr(get_ruleset(ds.scoring), "summary_tables", None)
+        if callable(extra):
+            out.extend(extra(scored, ds))
+    for name in dict.fromkeys(ds.scoring for ds in scored.datasets):
+        cross = getattr(get_ruleset(name), "cross_dataset_tables", None)
+        if callable(cross):
+            out.extend(cross(scored))
     return out
 
 
@@ -151,6 +160,12 @@ def render_summary(scored: ScoredRun) -> str:
             f"{d['checksum']} ({pinned})"
         )
         lines.extend(f"  - note: {n}" for n in d.get("card_notes", []))
+    from recallbench.score.rulesets import get_ruleset
+
+    for ds in scored.datasets:
+        notes = getattr(get_ruleset(ds.scoring), "summary_notes", None)
+        if callable(notes):
+            lines.extend(f"  - {ds.key}: {n}" for n in notes(ds))
         if d.get("load_report"):
             lines.append(f"  - load report: {len(d['load_report'])} defect(s), see run.json")
     for key, miss in scored.missing.items():

@@ -28,6 +28,19 @@ class RuleSet(Protocol):
         """Extra metrics for one question, and a reason for each null."""
 
 
+# Optional hooks a rule set may define (looked up with getattr, so none is required):
+#   summary_tables(scored: ScoredRun, dataset: LoadedDataset) -> list[Table]
+#       extra tables for the console and summary.md (per-axis, per-category, ...);
+#   cross_dataset_tables(scored: ScoredRun) -> list[Table]
+#       called once per rule set for tables spanning datasets (e.g. a tier view);
+#   write_exports(run_dir: Path, dataset: LoadedDataset, observations, verdicts) -> None
+#       interop files written after scoring (e.g. a benchmark's own run-record format);
+#   external_line(question: Question, verdict: Verdict) -> dict
+#       the shape of one ``recallbench score FILE --out`` line;
+#   summary_notes(dataset: LoadedDataset) -> list[str]
+#       lines for the summary header (card notes specific to the rules).
+
+
 class RetrievalOnly:
     name = "retrieval"
     weighted_metrics: tuple[str, ...] = ()

@@ -25,6 +25,7 @@ from recallbench.report.aggregate import aggregate
 from recallbench.report.summary import render_summary
 from recallbench.run import store
 from recallbench.run.spec import RunSpec
+from recallbench.score.rulesets import get_ruleset
 from recallbench.score.scorer import score_dataset
 
 
@@ -88,6 +89,9 @@ def score_run(
         metrics.extend(aggregate(ds, v, observations, ingests, spec.systems, manifest["run_id"]))
         if miss:
             missing[ds.key] = miss
+        exports = getattr(get_ruleset(ds.scoring), "write_exports", None)
+        if callable(exports):
+            exports(run_dir, ds, observations, v)
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
     store.write_jsonl(run_dir / store.METRICS, metrics)
     scored = ScoredRun(run_dir, manifest, tuple(loaded), tuple(verdicts), tuple(metrics), missing)
