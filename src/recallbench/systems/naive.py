@@ -1,0 +1,42 @@
+"""``naive``: full context without retrieval.
+
+Ignores ``k`` and returns every stored chunk, newest first, until the next chunk would overflow
+a character budget standing for a reader's context window (default 120,000 characters, about a
+32k-token window at ~4 characters per token; set ``char_budget`` in the system's config). Its
+``chars_returned`` shows what full context costs.
+"""
+
+from __future__ import annotations
+
+from recallbench.contracts import Chunk, Memory, Session
+from recallbench.systems.base import Capabilities, SystemContext
+
+DEFAULT_CHAR_BUDGET = 120_000
+
+
+class NaiveSystem:
+    name = "naive"
+    capabilities = Capabilities(returns_source_turns=True)
+    ignores_k = True  # returns everything within the budget; exempt from the conformance k bound
+
+    def __init__(self, context: SystemContext | None = None) -> None:
+        config = (context or SystemContext()).config
+        self.char_budget = int(config.get("char_budget", DEFAULT_CHAR_BUDGET))
+        self._chunks: list[Chunk] = []
+
+    def add(self, session: Session) -> None:
+        self._chunks.extend(session.chunks)
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        out: list[Memory] = []
+        used = 0
+        for chunk in reversed(self._chunks):
+            text = chunk.text
+            if used + len(text) > self.char_budget:
+                break
+            used += len(text)
+            out.append(Memory(id=chunk.chunk_id, text=text, source_turns=chunk.turn_ids))
+        return out
+
+    def reset(self) -> None:
+        self._chunks = []
