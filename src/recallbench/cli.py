@@ -34,8 +34,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console()
-err = Console(stderr=True)
+# Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns: give them room.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 USER_ERRORS = (
     DataFileError,
