@@ -6,6 +6,7 @@ no term with the query (score 0) are not returned: an honest empty result rather
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import bm25s
@@ -25,6 +26,7 @@ class BM25Index:
         self._texts: list[str] = []
         self._retriever: Any = None
         self._dirty = False
+        self._lock = threading.Lock()  # searches may run concurrently (--concurrency)
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -47,20 +49,23 @@ class BM25Index:
         """(document index, score) pairs with score > 0, best first, at most ``k``."""
         if not self._texts or k <= 0:
             return []
-        if self._dirty or self._retriever is None:
-            self._retriever = bm25s.BM25()
-            self._retriever.index(self._tokenize(self._texts), show_progress=False)
-            self._dirty = False
-        tokens = self._tokenize([query])
+        with self._lock:
+            if self._dirty or self._retriever is None:
+                retriever = bm25s.BM25()
+                retriever.index(self._tokenize(self._texts), show_progress=False)
+                self._retriever = retriever
+                self._dirty = False
+            retriever = self._retriever
+            tokens = self._tokenize([query])  # PyStemmer stemmers are not thread-safe
         if not tokens.ids or not tokens.ids[0]:
             return []
         # Map query tokens into the index vocabulary; unknown tokens cannot score.
         inv = {i: w for w, i in tokens.vocab.items()}
-        vocab = self._retriever.vocab_dict
+        vocab = retriever.vocab_dict
         words = [inv[i] for i in tokens.ids[0] if inv[i] in vocab]
         if not words:
             return []
-        scores = self._retriever.get_scores(words)
+        scores = retriever.get_scores(words)
         n = min(k, len(self._texts))
         idx = np.argsort(-scores, kind="stable")[:n]
         return [(int(i), float(scores[i])) for i in idx if scores[i] > 0]
