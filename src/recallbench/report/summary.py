@@ -42,7 +42,7 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
     columns = ["system", "n"]
     columns += [f"hit@{k}" for k in spec_k]
     columns += [f"recall@{kmax}", f"all@{kmax}", f"MRR@{kmax}", f"nDCG@{kmax}"]
-    columns += ["errors", "empty", "chars/q", "p50 ms", "ingest s"]
+    columns += ["recall(all ret.)", "errors", "empty", "chars/q", "p50 ms", "ingest s"]
     rows = []
     caption = ""
     for system in systems:
@@ -53,26 +53,25 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
         hit = get("evidence_hit", kmax)
         n = f"{hit.denominator}" if hit else "0"
         if hit and hit.n_excluded:
-            n += f" (+{hit.n_excluded} excl.)"
-            caption = f"excluded from retrieval: {hit.exclusion_rule}"
+            caption = f"Excluded from retrieval: {hit.exclusion_rule}."
         cells = [system, n]
         cells += [fmt(getattr(get("evidence_hit", k), "value", None)) for k in spec_k]
         for m in ("evidence_recall", "all_evidence", "mrr", "ndcg"):
             cells.append(fmt(getattr(get(m, kmax), "value", None)))
-        asked = get("error_rate")
-        n_all = asked.denominator if asked else 0
+        cells.append(fmt(getattr(get("evidence_recall_all_returned"), "value", None)))
         for m in ("error_rate", "unusable_rate"):
             r = get(m)
             cells.append(f"{round((r.value or 0) * r.denominator)}/{r.denominator}" if r else "-")
         cells.append(fmt(getattr(get("chars_returned_mean"), "value", None), 0))
         cells.append(fmt(getattr(get("latency_ms_p50"), "value", None), 2))
         ing = get("ingest_ms_total")
-        cells.append(fmt(ing.value / 1000.0 if ing and ing.value is not None else None, 2))
+        cells.append(fmt(ing.value / 1000.0 if ing and ing.value is not None else None, 3))
         rows.append(tuple(cells))
-        del n_all
     cap = (
-        "n = questions scored for retrieval (failed searches count as misses). "
-        "p50 ms over usable searches only. " + caption
+        "n = questions scored for retrieval (failed searches count as misses); "
+        "recall(all ret.) counts every memory returned, whatever k; "
+        "errors and empty are out of all questions asked; p50 ms over usable searches only. "
+        + caption
     )
     return Table(
         f"{dataset_key}: retrieval from gold evidence ids", tuple(columns), tuple(rows), cap.strip()

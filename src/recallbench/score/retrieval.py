@@ -12,6 +12,8 @@ C_k the evidence turns covered by the top k memories:
   log2(i + 1); normalised by the ideal DCG of min(|E|, k) single-turn hits; capped at 1 (a
   chunk covering several evidence turns at once cannot beat the ideal). With one turn per memory
   this is standard binary nDCG.
+- ``evidence_recall_all_returned``: |C| / |E| over every memory returned, whatever k: what a
+  reader handed everything would see (the figure that matters for ``naive``, which ignores k).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import math
 from collections.abc import Sequence
 
 METRICS: tuple[str, ...] = ("evidence_hit", "evidence_recall", "all_evidence", "mrr", "ndcg")
+ALL_RETURNED = "evidence_recall_all_returned"
 
 
 def metric_key(metric: str, k: int) -> str:
@@ -59,12 +62,14 @@ def retrieval_metrics(
         out[metric_key("all_evidence", k)] = 1.0 if c == n_gold else 0.0
         out[metric_key("mrr", k)] = 1.0 / first_hit if first_hit and first_hit <= k else 0.0
         out[metric_key("ndcg", k)] = min(1.0, d / ideal)
+    everything = set().union(*ranked) if ranked else set()
+    out[ALL_RETURNED] = len(gold & everything) / n_gold
     return out
 
 
 def zero_metrics(ks: Sequence[int]) -> dict[str, float]:
-    return {metric_key(m, k): 0.0 for m in METRICS for k in ks}
+    return {metric_key(m, k): 0.0 for m in METRICS for k in ks} | {ALL_RETURNED: 0.0}
 
 
 def null_metrics(ks: Sequence[int]) -> dict[str, None]:
-    return {metric_key(m, k): None for m in METRICS for k in ks}
+    return {metric_key(m, k): None for m in METRICS for k in ks} | {ALL_RETURNED: None}
