@@ -20,25 +20,37 @@ from recallbench.contracts import Question, Session, Turn
 from recallbench.datasets.spec import FileRecord, HaystackGroup, LoadedDataset
 from recallbench.run.runner import Runner
 from recallbench.run.spec import RunSpec
-from recallbench.score.scorer import score_dataset
 from recallbench.score.score_run import read_logs
+from recallbench.score.scorer import score_dataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures"))
 import test_systems  # noqa: E402
 
 
 def synthetic(n: int) -> LoadedDataset:
-    turns = tuple(Turn(f"t{i}", "s1", "user" if i % 2 == 0 else "assistant", f"turn {i}")
-                  for i in range(20))
+    turns = tuple(
+        Turn(f"t{i}", "s1", "user" if i % 2 == 0 else "assistant", f"turn {i}") for i in range(20)
+    )
     questions = tuple(
-        Question(id=f"q{i}", dataset="synthetic", group="all", text=f"question {i}", gold="x",
-                 evidence_turns=("t0",))
+        Question(
+            id=f"q{i}",
+            dataset="synthetic",
+            group="all",
+            text=f"question {i}",
+            gold="x",
+            evidence_turns=("t0",),
+        )
         for i in range(n)
     )
     return LoadedDataset(
-        name="synthetic", variant="", version="0", haystack="global",
+        name="synthetic",
+        variant="",
+        version="0",
+        haystack="global",
         files=(FileRecord("none", "0" * 64, pinned=False),),
-        groups=(HaystackGroup("all", (Session("s1", None, turns),), tuple(q.id for q in questions)),),
+        groups=(
+            HaystackGroup("all", (Session("s1", None, turns),), tuple(q.id for q in questions)),
+        ),
         questions=questions,
     )
 
@@ -50,8 +62,9 @@ def main() -> None:
     args = parser.parse_args()
     test_systems.register()
     ds = synthetic(args.questions)
-    spec = RunSpec(systems=("noop",), datasets=("synthetic",), k=(1, 5, 10),
-                   concurrency=args.concurrency)
+    spec = RunSpec(
+        systems=("noop",), datasets=("synthetic",), k=(1, 5, 10), concurrency=args.concurrency
+    )
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp)
         t0 = time.perf_counter()

@@ -61,8 +61,9 @@ def test_unknown_system_and_bad_k_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_python_dash_m_entry_point() -> None:
-    out = subprocess.run([sys.executable, "-m", "recallbench", "--help"], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "recallbench", "--help"], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0
     assert "run" in out.stdout and "verify" in out.stdout
 

@@ -40,8 +40,11 @@ TIMING_METRICS = {"latency_ms_p50", "latency_ms_p95", "ingest_ms_total", "ingest
 
 def _comparable(run_dir: Path) -> tuple[list[dict], list[dict]]:
     verdicts = _strip(_lines(run_dir / store.VERDICTS), {"run_id"})
-    metrics = [m for m in _strip(_lines(run_dir / store.METRICS), {"run_id"})
-               if m["metric"] not in TIMING_METRICS]
+    metrics = [
+        m
+        for m in _strip(_lines(run_dir / store.METRICS), {"run_id"})
+        if m["metric"] not in TIMING_METRICS
+    ]
     return verdicts, metrics
 
 
@@ -61,9 +64,12 @@ def test_errors_and_timeouts_are_misses_in_the_denominator(tmp_path: Path) -> No
         assert v["outcome"] == "error"
         values = [x for x in v["metrics"].values() if x is not None]
         assert all(x == 0.0 for x in values)
-    hit = next(m for m in scored.metrics
-               if m.metric == "evidence_hit" and m.k == 5 and m.slice == "all")
-    n_with_evidence = sum(1 for v in verdicts.values() if v["metrics"]["evidence_hit@5"] is not None)
+    hit = next(
+        m for m in scored.metrics if m.metric == "evidence_hit" and m.k == 5 and m.slice == "all"
+    )
+    n_with_evidence = sum(
+        1 for v in verdicts.values() if v["metrics"]["evidence_hit@5"] is not None
+    )
     assert hit.denominator == n_with_evidence
     assert "misses" in hit.denominator_name
     p50 = next(m for m in scored.metrics if m.metric == "latency_ms_p50")
@@ -73,29 +79,46 @@ def test_errors_and_timeouts_are_misses_in_the_denominator(tmp_path: Path) -> No
 def test_no_source_turns_gives_null_with_reason_never_zero(tmp_path: Path) -> None:
     spec = RunSpec(systems=("no-source", "bm25"), datasets=("sample",), k=(5,))
     scored = start_run(spec, tmp_path / "data", tmp_path / "out")
-    row = next(m for m in scored.metrics if m.system == "no-source" and m.metric == "evidence_hit"
-               and m.slice == "all")
+    row = next(
+        m
+        for m in scored.metrics
+        if m.system == "no-source" and m.metric == "evidence_hit" and m.slice == "all"
+    )
     assert row.value is None
     assert row.null_reason and "no_source_turns" in row.null_reason
-    bm25 = next(m for m in scored.metrics if m.system == "bm25" and m.metric == "evidence_hit"
-                and m.slice == "all")
+    bm25 = next(
+        m
+        for m in scored.metrics
+        if m.system == "bm25" and m.metric == "evidence_hit" and m.slice == "all"
+    )
     assert bm25.value is not None and bm25.value > 0
 
 
 def test_concurrency_gives_the_same_verdicts(tmp_path: Path) -> None:
-    one = start_run(RunSpec(systems=("random", "bm25"), datasets=("sample",)),
-                    tmp_path / "d", tmp_path / "a")
-    four = start_run(RunSpec(systems=("random", "bm25"), datasets=("sample",), concurrency=4),
-                     tmp_path / "d", tmp_path / "b")
+    one = start_run(
+        RunSpec(systems=("random", "bm25"), datasets=("sample",)), tmp_path / "d", tmp_path / "a"
+    )
+    four = start_run(
+        RunSpec(systems=("random", "bm25"), datasets=("sample",), concurrency=4),
+        tmp_path / "d",
+        tmp_path / "b",
+    )
     assert _comparable(one.run_dir)[0] == _comparable(four.run_dir)[0]
 
 
 def test_results_folder_is_self_describing(tmp_path: Path) -> None:
-    scored = start_run(RunSpec(systems=("bm25",), datasets=("sample",)), tmp_path / "d",
-                       tmp_path / "out")
+    scored = start_run(
+        RunSpec(systems=("bm25",), datasets=("sample",)), tmp_path / "d", tmp_path / "out"
+    )
     names = {p.name for p in scored.run_dir.iterdir()}
-    assert {"run.json", "observations.jsonl", "ingest.jsonl", "verdicts.jsonl", "metrics.jsonl",
-            "summary.md"} <= names
+    assert {
+        "run.json",
+        "observations.jsonl",
+        "ingest.jsonl",
+        "verdicts.jsonl",
+        "metrics.jsonl",
+        "summary.md",
+    } <= names
     manifest = json.loads((scored.run_dir / "run.json").read_text())
     assert manifest["status"] == "complete"
     assert manifest["run_id"] == scored.run_dir.name
@@ -147,6 +170,9 @@ def test_sigkill_then_resume_loses_nothing_and_duplicates_nothing(tmp_path: Path
     manifest = json.loads((run_dir / "run.json").read_text())
     assert manifest["status"] == "complete" and len(manifest["resumed_at"]) == 1
 
-    fresh = start_run(RunSpec(systems=("slow-bm25", "random"), datasets=("sample",), k=(1, 5)),
-                      tmp_path / "d", tmp_path / "fresh")
+    fresh = start_run(
+        RunSpec(systems=("slow-bm25", "random"), datasets=("sample",), k=(1, 5)),
+        tmp_path / "d",
+        tmp_path / "fresh",
+    )
     assert _comparable(resumed.run_dir) == _comparable(fresh.run_dir)
