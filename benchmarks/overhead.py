@@ -42,6 +42,7 @@ def synthetic(n: int) -> LoadedDataset:
         )
         for i in range(n)
     )
+    ids = tuple(q.id for q in questions)
     return LoadedDataset(
         name="synthetic",
         variant="",
@@ -49,7 +50,7 @@ def synthetic(n: int) -> LoadedDataset:
         haystack="global",
         files=(FileRecord("none", "0" * 64, pinned=False),),
         groups=(
-            HaystackGroup("all", (Session("s1", None, turns),), tuple(q.id for q in questions)),
+            HaystackGroup("all", (Session("s1", None, turns),), ids),
         ),
         questions=questions,
     )
