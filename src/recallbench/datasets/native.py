@@ -71,6 +71,14 @@ def _require(path: Path, line: int, obj: Mapping[str, Any], key: str) -> Any:
     return obj[key]
 
 
+def _id_list(path: Path, line: int, obj: Mapping[str, Any], key: str) -> list[str]:
+    """A list field of ids or strings; a string or object here is an error, not a list."""
+    value = obj.get(key, [])
+    if not isinstance(value, list):
+        raise DatasetFormatError(path, line, f"field {key!r} must be a list")
+    return [str(v) for v in value]
+
+
 def load_turns(path: Path) -> tuple[list[Turn], dict[str, int]]:
     turns: list[Turn] = []
     seen: dict[str, int] = {}
@@ -119,15 +127,21 @@ def load_questions(
         if qid in seen:
             raise DatasetFormatError(path, line, f"duplicate question id {qid!r}")
         seen[qid] = line
-        evidence = [str(e) for e in obj.get("evidence_turns", [])]
+        _require(path, line, obj, "evidence_turns")  # [] for no evidence by design
+        evidence = _id_list(path, line, obj, "evidence_turns")
         for e in evidence:
             if e not in turn_ids:
                 raise DatasetFormatError(
                     path, line, f"question {qid!r}: evidence turn {e!r} is not a turn id"
                 )
-        sessions = obj.get("evidence_sessions")
-        if sessions is None:
+        if obj.get("evidence_sessions") is None:
             sessions = sorted({turn_session[e] for e in evidence})
+        else:
+            sessions = _id_list(path, line, obj, "evidence_sessions")
+        try:
+            weight = float(obj.get("weight", 1.0))
+        except (TypeError, ValueError):
+            raise DatasetFormatError(path, line, "field 'weight' must be a number") from None
         answer = obj.get("answer")
         questions.append(
             Question(
@@ -136,12 +150,12 @@ def load_questions(
                 group=GLOBAL_GROUP,
                 text=str(_require(path, line, obj, "question")),
                 gold=None if answer is None else str(answer),
-                alternates=tuple(str(a) for a in obj.get("alternates", [])),
+                alternates=tuple(_id_list(path, line, obj, "alternates")),
                 expect=str(obj.get("expect", "answer")),
                 evidence_turns=tuple(evidence),
                 evidence_sessions=tuple(str(s) for s in sessions),
                 axis=str(obj.get("category", "")),
-                weight=float(obj.get("weight", 1.0)),
+                weight=weight,
                 lang=str(obj.get("lang", "en")),
                 extra={k: v for k, v in obj.items() if k not in _QUESTION_KEYS},
             )

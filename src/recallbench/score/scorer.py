@@ -42,7 +42,8 @@ def retrieval_for(
         )
     if obs.outcome != "usable":
         return dict(zero_metrics(ks)), None
-    if all(m.source_turns is None for m in obs.memories):
+    # nothing retrieved (e.g. an answer but no memories) is a miss, not "cannot be checked"
+    if obs.memories and all(m.source_turns is None for m in obs.memories):
         return dict(null_metrics(ks)), (
             f"{RULE_NO_SOURCE_TURNS}: the system returns no source turn ids, so retrieval "
             "cannot be checked"
