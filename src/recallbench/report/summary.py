@@ -159,14 +159,14 @@ def render_summary(scored: ScoredRun) -> str:
             f"{d['checksum']} ({pinned})"
         )
         lines.extend(f"  - note: {n}" for n in d.get("card_notes", []))
+        if d.get("load_report"):
+            lines.append(f"  - load report: {len(d['load_report'])} defect(s), see run.json")
     from recallbench.score.rulesets import get_ruleset
 
     for ds in scored.datasets:
         notes = getattr(get_ruleset(ds.scoring), "summary_notes", None)
         if callable(notes):
             lines.extend(f"  - {ds.key}: {n}" for n in notes(ds))
-        if d.get("load_report"):
-            lines.append(f"  - load report: {len(d['load_report'])} defect(s), see run.json")
     for key, miss in scored.missing.items():
         for system, n in miss.items():
             lines.append(

@@ -1,0 +1,238 @@
+"""The LongMemEval rule set: the benchmark's own retrieval metrics and its judge label.
+
+Per question (stable names, also the keys of ``recallbench score FILE --out`` lines), for each K
+of the run's k (``recallbench score`` defaults to 1, 3, 5, 10, 30, 50):
+
+* ``turn:recall_any@K``, ``turn:recall_all@K``, ``turn:ndcg_any@K``: the ranked user turns (the
+  memories' source turns, best memory first, assistant turns dropped) against the user turns
+  marked ``has_answer`` in the answer sessions;
+* ``session:recall_any@K`` and so on: the same ranking mapped to (pseudo-)sessions, k growing
+  until K distinct sessions are covered (see ``longmemeval_rules.session_metrics``);
+* ``label``: the LLM judge's yes/no verdict (1/0). No judge exists yet, so it is null with the
+  reason; ``label:abstention`` carries the same value for abstention questions only, so that
+  abstention accuracy is a figure of its own.
+
+Abstention questions (``_abs``) and questions with no user evidence turn are left out of the
+retrieval metrics, each with its rule (``abstention``, ``no_evidence_turn``), so reports count
+every exclusion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from recallbench.contracts import Observation, Question, Verdict
+from recallbench.report.aggregate import ALL
+from recallbench.report.summary import Table, fmt
+from recallbench.score.longmemeval_rules import (
+    QUESTION_TYPES,
+    session_metrics,
+    strip_turn_suffix,
+    turn_metrics,
+)
+from recallbench.score.scorer import RULE_NO_SOURCE_TURNS
+
+if TYPE_CHECKING:
+    from recallbench.contracts import MetricRow
+    from recallbench.datasets.spec import LoadedDataset
+    from recallbench.score.score_run import ScoredRun
+
+MEASURES: tuple[str, ...] = ("recall_any", "recall_all", "ndcg_any")
+GRANULARITIES: tuple[str, ...] = ("turn", "session")
+LABEL = "label"
+LABEL_ABSTENTION = "label:abstention"
+
+RULE_ABSTENTION = "abstention"
+RULE_NO_EVIDENCE_TURN = "no_evidence_turn"
+RULE_NO_JUDGE = "no_judge"
+RULE_NO_ANSWER = "no_answer"
+
+ABSTENTION_REASON = (
+    f"{RULE_ABSTENTION}: abstention question (id ends in _abs); LongMemEval leaves it out of "
+    "retrieval metrics"
+)
+NO_ANSWER_REASON = f"{RULE_NO_ANSWER}: no answer generated; the judge grades an answer"
+NO_JUDGE_REASON = (
+    f"{RULE_NO_JUDGE}: LongMemEval QA accuracy needs an LLM judge, and none is configured yet"
+)
+
+
+def retrieval_keys(ks: Sequence[int]) -> list[str]:
+    return [f"{g}:{m}@{k}" for g in GRANULARITIES for m in MEASURES for k in ks]
+
+
+def retrieval_for(
+    question: Question, observation: Observation, ks: Sequence[int]
+) -> tuple[dict[str, float | None], str | None]:
+    """LongMemEval's turn and session metrics for one observation, or nulls and the reason."""
+    keys = retrieval_keys(ks)
+    extra = question.extra
+    if extra.get("is_abstention"):
+        return dict.fromkeys(keys), ABSTENTION_REASON
+    gold = tuple(extra.get("has_answer_turns") or ())
+    if not gold:
+        why = question.evidence_unknown_reason or "no user turn is marked has_answer"
+        return dict.fromkeys(keys), f"{RULE_NO_EVIDENCE_TURN}: {why}"
+    if not observation.retrieval_reported:
+        return dict.fromkeys(keys), (
+            f"{RULE_NO_SOURCE_TURNS}: the record reports no retrieved turn ids, so retrieval "
+            "cannot be checked"
+        )
+    # nothing retrieved (an answer but no memories) is a miss, not "cannot be checked"
+    if (
+        observation.outcome == "usable"
+        and observation.memories
+        and all(m.source_turns is None for m in observation.memories)
+    ):
+        return dict.fromkeys(keys), (
+            f"{RULE_NO_SOURCE_TURNS}: the system returns no source turn ids, so retrieval "
+            "cannot be checked"
+        )
+    ranked: list[tuple[str, ...]] = []
+    if observation.outcome == "usable":  # a failed search is a miss: an empty ranking
+        ranked = [m.source_turns or () for m in observation.memories]
+    user_turns = frozenset(extra.get("user_turns") or ())
+    out: dict[str, float | None] = {}
+    out.update(turn_metrics(ranked, gold, user_turns, ks))
+    out.update(
+        session_metrics(
+            ranked,
+            strip_turn_suffix,
+            tuple(extra.get("answer_session_ids") or ()),
+            gold,
+            user_turns,
+            ks,
+        )
+    )
+    return out, None
+
+
+class LongMemEvalRules:
+    name = "longmemeval"
+    weighted_metrics: tuple[str, ...] = ()
+
+    def question_metrics(
+        self,
+        question: Question,
+        observation: Observation,
+        ks: Sequence[int],
+        options: Mapping[str, object],
+    ) -> tuple[dict[str, float | None], dict[str, str]]:
+        metrics, reason = retrieval_for(question, observation, ks)
+        reasons = {k: reason for k, v in metrics.items() if v is None and reason}
+        label_reason = NO_JUDGE_REASON if observation.answer_generated else NO_ANSWER_REASON
+        metrics[LABEL] = None
+        reasons[LABEL] = label_reason
+        if question.extra.get("is_abstention"):
+            metrics[LABEL_ABSTENTION] = None
+            reasons[LABEL_ABSTENTION] = label_reason
+        return metrics, reasons
+
+    # -- optional hooks ---------------------------------------------------------------------
+    def external_line(self, question: Question, verdict: Verdict) -> dict[str, Any]:
+        keys = [k for k in verdict.metrics if k.startswith(("turn:", "session:")) or k == LABEL]
+        return {
+            "id": verdict.question_id,
+            "slice": verdict.slice,
+            "abstention": bool(question.extra.get("is_abstention")),
+            **{k: verdict.metrics[k] for k in keys},
+            "null_reasons": {
+                k: verdict.null_reasons.get(k, "") for k in keys if verdict.metrics[k] is None
+            },
+        }
+
+    def summary_notes(self, dataset: LoadedDataset) -> list[str]:
+        return [
+            "turn:/session: metrics follow LongMemEval's retrieval evaluation (user turns only; "
+            "session k grows until k distinct sessions are covered); abstention questions and "
+            "questions without a user evidence turn are excluded and counted.",
+            "label (QA accuracy) needs an LLM judge: null until one is configured; "
+            "label:abstention is abstention accuracy on its own.",
+        ]
+
+    def summary_tables(self, scored: ScoredRun, dataset: LoadedDataset) -> list[Table]:
+        systems = list(scored.manifest["spec"]["systems"])
+        kmax = max(int(k) for k in scored.manifest["spec"]["k"])
+        idx = {
+            (r.system, r.slice, r.metric, r.k): r
+            for r in scored.metrics
+            if r.dataset == dataset.key
+        }
+        slices = [t for t in QUESTION_TYPES if any(q.axis == t for q in dataset.questions)]
+        slices += sorted({q.axis for q in dataset.questions} - set(QUESTION_TYPES) - {""})
+        tables: list[Table] = []
+        for metric, k, label in (
+            ("turn:recall_any", kmax, f"turn recall_any@{kmax}"),
+            ("session:recall_any", kmax, f"session recall_any@{kmax}"),
+            ("turn:ndcg_any", kmax, f"turn ndcg_any@{kmax}"),
+        ):
+            rows = [(t, *(_cell(idx.get((s, t, metric, k))) for s in systems)) for t in slices]
+            rows.append(("all", *(_cell(idx.get((s, ALL, metric, k))) for s in systems)))
+            tables.append(
+                Table(
+                    f"{dataset.key}: {label} by question type",
+                    ("question type", *systems),
+                    tuple(rows),
+                    _caption(idx, systems, metric, k),
+                )
+            )
+        rows = [(t, *(_cell(idx.get((s, t, LABEL, None))) for s in systems)) for t in slices]
+        rows.append(
+            (
+                "task-averaged (mean of type accuracies)",
+                *(_task_average(idx, s, slices) for s in systems),
+            )
+        )
+        rows.append(("overall", *(_cell(idx.get((s, ALL, LABEL, None))) for s in systems)))
+        rows.append(
+            (
+                "abstention only",
+                *(_cell(idx.get((s, ALL, LABEL_ABSTENTION, None))) for s in systems),
+            )
+        )
+        tables.append(
+            Table(
+                f"{dataset.key}: QA accuracy (judge label) by question type",
+                ("question type", *systems),
+                tuple(rows),
+                _caption(idx, systems, LABEL, None),
+            )
+        )
+        return tables
+
+
+def _cell(row: MetricRow | None) -> str:
+    if row is None:
+        return "-"
+    text = f"{fmt(row.value)} (n={row.denominator})"
+    if row.n_excluded:
+        text += f" +{row.n_excluded} excl."
+    return text
+
+
+def _task_average(
+    idx: Mapping[tuple[str, str, str, int | None], MetricRow], system: str, slices: list[str]
+) -> str:
+    values = [
+        r.value
+        for t in slices
+        if (r := idx.get((system, t, LABEL, None))) is not None and r.value is not None
+    ]
+    if not values:
+        return "null (types=0)"
+    return f"{fmt(sum(values) / len(values))} (types={len(values)})"
+
+
+def _caption(
+    idx: Mapping[tuple[str, str, str, int | None], MetricRow],
+    systems: list[str],
+    metric: str,
+    k: int | None,
+) -> str:
+    parts = ["n = questions scored; 'excl.' = questions excluded, by rule"]
+    for s in systems:
+        row = idx.get((s, ALL, metric, k))
+        if row is not None and row.exclusion_rule:
+            parts.append(f"{s}: {row.exclusion_rule}")
+    return "; ".join(parts) + "."
