@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import tomllib
@@ -164,6 +165,9 @@ def run(
         typer.Option(help="Question set, where the dataset has several (e.g. tier|xling|probes)."),
     ] = None,
     image_mode: Annotated[str, typer.Option(help="native|caption|skip.")] = "native",
+    caption_model: Annotated[
+        str | None, typer.Option(help="Caption model named by --image-mode caption.")
+    ] = None,
     resume: Annotated[
         Path | None, typer.Option(help="Continue an interrupted run folder under the same run id.")
     ] = None,
@@ -184,6 +188,8 @@ def run(
             options: dict[str, Any] = {"image_mode": image_mode}
             if questions:
                 options["questions"] = questions
+            if caption_model:
+                options["caption_model"] = caption_model
             spec = RunSpec(
                 systems=system_list(systems, no_baselines),
                 datasets=tuple(split_refs(datasets)),
@@ -310,18 +316,9 @@ def systems_cmd() -> None:
         try:
             cls = resolve_target(entry.target)
             caps = getattr(cls, "capabilities", None)
-            avail, cap = (
-                "yes",
-                ", ".join(
-                    f"{k}={v}"
-                    for k, v in (
-                        caps.__dict__
-                        if hasattr(caps, "__dict__")
-                        else {f: getattr(caps, f) for f in caps.__slots__}
-                    ).items()
-                )
-                if caps is not None
-                else "-",
+            avail = "yes"
+            cap = "-" if caps is None else ", ".join(
+                f"{key}={value}" for key, value in dataclasses.asdict(caps).items()
             )
         except ImportError:
             avail = f'no: pip install "recallbench[{entry.extra}]"' if entry.extra else "no"
@@ -358,10 +355,9 @@ def verify(
     """Self-check: systems keep the protocol, the scorer is deterministic, data matches."""
     from recallbench import selfcheck
 
-    options = read_config(config).get(system or "", {}) if system else {}
-    if config is not None and system and not options:
-        raw = read_config(config)
-        options = raw.get(system, raw if not any(isinstance(v, dict) for v in raw.values()) else {})
+    if config is not None and system is None:
+        raise fail("--config needs --system: it holds that system's options")
+    options = read_config(config).get(system, {}) if system else {}
     checks = selfcheck.check_systems(system, options)
     if system is None:
         checks += selfcheck.check_scorer_determinism()

@@ -45,6 +45,11 @@ def record_to_observation(
         texts = [str(t) for t in texts]
         if retrieved is None:
             memories = [Memory(id=f"m{i}", text=t, source_turns=None) for i, t in enumerate(texts)]
+        elif len(texts) == len(memories):  # one text per retrieved turn: keep the texts too
+            memories = [
+                Memory(id=m.id, text=t, source_turns=m.source_turns)
+                for m, t in zip(memories, texts, strict=True)
+            ]
     answer = rec.get("answer")
     answer = None if answer is None else str(answer)
     chars = rec.get("chars_returned")
