@@ -4,6 +4,7 @@ partial results folder), write ``run.json``, execute, then score from disk."""
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,6 +53,7 @@ def load_datasets(spec: RunSpec, data_dir: Path) -> list[LoadedDataset]:
 
 
 def _finish(run_dir: Path, manifest: dict[str, Any]) -> None:
+    shutil.rmtree(run_dir / "work", ignore_errors=True)  # systems' private state, not a record
     manifest["ended_at"] = datetime.now(UTC).astimezone().isoformat(timespec="seconds")
     manifest["status"] = "complete"
     store.write_json(run_dir / store.RUN_JSON, manifest)

@@ -8,8 +8,9 @@ and its reason; an empty result is ``unusable``. Both are misses for the scorer.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,6 +67,33 @@ def prepare_sessions(
     return out
 
 
+def image_paths(ds: LoadedDataset) -> dict[str, str]:
+    """Local files for the image references on a dataset's turns (``native`` image mode).
+
+    A dataset whose turns carry images names a resolver in ``options["image_resolver"]``
+    (``"module:function"``, called with the dataset, returning ``{reference: path}``); it raises
+    a clear error naming any missing file. Called only when a system that accepts images runs.
+    """
+    target = ds.options.get("image_resolver")
+    if not target:
+        return {}
+    module, _, attr = str(target).partition(":")
+    return dict(getattr(importlib.import_module(module), attr)(ds))
+
+
+def point_images(session: Session, paths: Mapping[str, str]) -> Session:
+    """Replace image references by their local file paths."""
+    if not paths or not any(t.image for t in session.turns):
+        return session
+    return dataclasses.replace(
+        session,
+        turns=tuple(
+            dataclasses.replace(t, image=paths.get(t.image, t.image)) if t.image else t
+            for t in session.turns
+        ),
+    )
+
+
 def _validate_memories(result: Any) -> tuple[Memory, ...]:
     if not isinstance(result, list | tuple):
         raise TypeError(f"search returned {type(result).__name__}, expected a list of Memory")
@@ -111,7 +139,7 @@ class Runner:
     def execute(self) -> None:
         done = self.done_keys()
         ingested = self.ingested_groups()
-        obs_log = store.AppendLog(self.run_dir / store.OBSERVATIONS)
+        obs_log = store.ObservationLog(self.run_dir)
         ingest_log = store.AppendLog(self.run_dir / store.INGEST)
         pool = CallPool(self.spec.concurrency)
         try:
@@ -140,7 +168,7 @@ class Runner:
         system_name: str,
         done: set[tuple[str, str, str]],
         ingested: set[tuple[str, str, str]],
-        obs_log: store.AppendLog,
+        obs_log: store.ObservationLog,
         ingest_log: store.AppendLog,
         pool: CallPool,
     ) -> None:
@@ -163,11 +191,16 @@ class Runner:
         system = create_system(system_name, self._context(system_name))
         image_mode = str(ds.options.get("image_mode", "native"))
         try:
+            images = (
+                image_paths(ds)
+                if system.capabilities.accepts_images and image_mode == "native"
+                else {}
+            )
             for group, qs in todo_groups:
                 if not qs:
                     continue
                 sessions = prepare_sessions(
-                    group.sessions,
+                    [point_images(s, images) for s in group.sessions],
                     self.spec.chunking,
                     system.capabilities.accepts_images,
                     image_mode,
@@ -228,7 +261,7 @@ class Runner:
         ds: LoadedDataset,
         qs: list[Question],
         pool: CallPool,
-        obs_log: store.AppendLog,
+        obs_log: store.ObservationLog,
     ) -> None:
         k = self.spec.k_max
         # Submit in windows so a large group does not queue everything at once.

@@ -1,8 +1,9 @@
 """The results folder on disk: append-only JSONL logs and the deterministic derived files.
 
-``observations.jsonl`` and ``ingest.jsonl`` are appended one flushed line per record, so a run
-killed at any moment loses at most the line being written; :func:`read_jsonl_tolerant` drops such
-a torn last line (and :func:`repair_torn_tail` cuts it off before a resume appends).
+``observations.jsonl`` (with ``texts.jsonl``) and ``ingest.jsonl`` are appended one flushed line
+per record, so a run killed at any moment loses at most the line being written;
+:func:`read_jsonl_tolerant` drops such a torn last line (and :func:`repair_torn_tail` cuts it
+off before a resume appends).
 """
 
 from __future__ import annotations
@@ -13,10 +14,18 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from recallbench.contracts import canonical_json, to_json_dict
+from recallbench.contracts import (
+    Observation,
+    canonical_json,
+    observation_from_dict,
+    sha256_text,
+    to_json_dict,
+)
 
 RUN_JSON = "run.json"
 OBSERVATIONS = "observations.jsonl"
+TEXTS = "texts.jsonl"
+TEXT_KEY_CHARS = 16  # the first 64 bits of a text's SHA-256 name it in texts.jsonl
 INGEST = "ingest.jsonl"
 VERDICTS = "verdicts.jsonl"
 METRICS = "metrics.jsonl"
@@ -93,3 +102,46 @@ def write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)
+
+
+class ObservationLog:
+    """``observations.jsonl`` with memory texts stored once, by SHA-256, in ``texts.jsonl``.
+
+    A full-context system returns the same thousands of chunks for every question; storing each
+    text once keeps a run folder the size of its corpus. A text line is always flushed before
+    the first observation that names it, so a killed run never references a missing text.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        texts_path = run_dir / TEXTS
+        repair_torn_tail(texts_path)
+        self._seen = {t["sha256"] for t in read_jsonl_tolerant(texts_path)}
+        self._texts = AppendLog(texts_path)
+        self._obs = AppendLog(run_dir / OBSERVATIONS)
+
+    def append(self, obs: Observation) -> None:
+        record = to_json_dict(obs)
+        for m in record["memories"]:
+            text = m.pop("text")
+            digest = sha256_text(text)[:TEXT_KEY_CHARS]
+            if digest not in self._seen:
+                self._texts.append({"sha256": digest, "text": text})
+                self._seen.add(digest)
+            m["text_sha256"] = digest
+        self._obs.append(record)
+
+    def close(self) -> None:
+        self._texts.close()
+        self._obs.close()
+
+
+def read_observations(run_dir: Path) -> list[Observation]:
+    """Observations with their memory texts restored from ``texts.jsonl``."""
+    texts = {t["sha256"]: t["text"] for t in read_jsonl_tolerant(run_dir / TEXTS)}
+    out = []
+    for d in read_jsonl_tolerant(run_dir / OBSERVATIONS):
+        for m in d.get("memories", ()):
+            if "text_sha256" in m:
+                m["text"] = texts[m.pop("text_sha256")]
+        out.append(observation_from_dict(d))
+    return out

@@ -17,7 +17,6 @@ from recallbench.contracts import (
     Observation,
     Verdict,
     ingest_from_dict,
-    observation_from_dict,
 )
 from recallbench.datasets.registry import load_dataset
 from recallbench.datasets.spec import LoadedDataset
@@ -66,9 +65,7 @@ def load_run_datasets(manifest: dict[str, Any], data_dir: Path) -> list[LoadedDa
 
 
 def read_logs(run_dir: Path) -> tuple[list[Observation], list[IngestRecord]]:
-    obs = [
-        observation_from_dict(d) for d in store.read_jsonl_tolerant(run_dir / store.OBSERVATIONS)
-    ]
+    obs = store.read_observations(run_dir)
     ing = [ingest_from_dict(d) for d in store.read_jsonl_tolerant(run_dir / store.INGEST)]
     return obs, ing
 
