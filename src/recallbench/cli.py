@@ -139,9 +139,15 @@ def run(
     datasets: Annotated[
         str, typer.Option(help="Datasets: name, name:variant or name@PATH, joined by commas.")
     ] = "sample",
-    k: Annotated[str, typer.Option("--k", help="Retrieval depths, joined by commas.")] = ",".join(
-        str(x) for x in DEFAULT_K
-    ),
+    k: Annotated[
+        str | None,
+        typer.Option(
+            "--k",
+            help="Retrieval depths, joined by commas (default: each dataset's own, else "
+            + ",".join(str(x) for x in DEFAULT_K)
+            + ").",
+        ),
+    ] = None,
     chunking: Annotated[str, typer.Option(help=f"Ingest unit: {'|'.join(CHUNKINGS)}.")] = "pair",
     out: Annotated[Path, typer.Option(help="Results folder.")] = Path("results"),
     data_dir: DataDirOpt = None,
@@ -174,7 +180,8 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run memory systems (beside the baselines) on datasets and score retrieval."""
-    from recallbench.run.orchestrate import resume_run, start_run
+    from recallbench.datasets.registry import load_dataset
+    from recallbench.run.orchestrate import check_systems, resume_run, start_run
 
     data = resolve_data_dir(data_dir)
     bar = _Bar(enabled=not quiet)
@@ -190,10 +197,21 @@ def run(
                 options["questions"] = questions
             if caption_model:
                 options["caption_model"] = caption_model
+            chosen = system_list(systems, no_baselines)
+            ks = parse_ks(k) if k else None
+            check_systems(chosen)
+            refs = tuple(split_refs(datasets))
+            loaded = [load_dataset(ref, data, options) for ref in refs]
+            if ks is None:  # the datasets' own depths (e.g. LongMemEval's 1,3,5,10,30,50)
+                ks = tuple(
+                    sorted(
+                        {int(x) for ds in loaded for x in ds.options.get("default_k", DEFAULT_K)}
+                    )
+                )
             spec = RunSpec(
-                systems=system_list(systems, no_baselines),
-                datasets=tuple(split_refs(datasets)),
-                k=parse_ks(k),
+                systems=chosen,
+                datasets=refs,
+                k=ks,
                 chunking=chunking,
                 seed=seed,
                 timeout_s=timeout,
@@ -202,7 +220,7 @@ def run(
                 dataset_options=options,
             )
             with bar.progress:
-                scored = start_run(spec, data, out, bar.hooks(), cache_dir)
+                scored = start_run(spec, data, out, bar.hooks(), cache_dir, datasets=loaded)
     except USER_ERRORS as exc:
         raise fail(str(exc)) from None
     for t in tables(scored):
@@ -317,8 +335,10 @@ def systems_cmd() -> None:
             cls = resolve_target(entry.target)
             caps = getattr(cls, "capabilities", None)
             avail = "yes"
-            cap = "-" if caps is None else ", ".join(
-                f"{key}={value}" for key, value in dataclasses.asdict(caps).items()
+            cap = (
+                "-"
+                if caps is None
+                else ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(caps).items())
             )
         except ImportError:
             avail = f'no: pip install "recallbench[{entry.extra}]"' if entry.extra else "no"

@@ -148,7 +148,9 @@ def render_summary(scored: ScoredRun) -> str:
         f"- k: {', '.join(str(k) for k in spec['k'])}; chunking: {spec['chunking']}; "
         f"seed: {spec['seed']}; concurrency: {spec['concurrency']}; "
         f"timeout: {spec['timeout_s']:g} s",
-        "- answers: none generated (retrieval figures only)",
+        "- answers: none generated (no answer model): retrieval figures come from gold ids; any "
+        "answer-level string score shown reads the returned memories joined, a development "
+        "ruler, not a reported score",
         "",
     ]
     for d in m["datasets"]:

@@ -13,7 +13,7 @@ from typing import Any
 from recallbench.datasets.registry import load_dataset
 from recallbench.datasets.spec import LoadedDataset
 from recallbench.run import store
-from recallbench.run.runner import Progress, Runner, new_run_manifest
+from recallbench.run.runner import Progress, Runner, image_paths, new_run_manifest
 from recallbench.run.spec import RunSpec
 from recallbench.score.score_run import ScoredRun, load_run_datasets, read_manifest, score_run
 from recallbench.systems.registry import (
@@ -52,6 +52,23 @@ def load_datasets(spec: RunSpec, data_dir: Path) -> list[LoadedDataset]:
     return [load_dataset(ref, data_dir, spec.dataset_options) for ref in spec.datasets]
 
 
+def check_images(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> None:
+    """Before any folder exists: image files must be present if a system will be handed them."""
+    entries = available_systems()
+    wants_images = any(
+        getattr(
+            getattr(resolve_target(entries[n].target), "capabilities", None),
+            "accepts_images",
+            False,
+        )
+        for n in spec.systems
+    )
+    if wants_images:
+        for ds in datasets:
+            if ds.options.get("image_mode", "native") == "native":
+                image_paths(ds)  # raises naming the missing file
+
+
 def _finish(run_dir: Path, manifest: dict[str, Any]) -> None:
     shutil.rmtree(run_dir / "work", ignore_errors=True)  # systems' private state, not a record
     manifest["ended_at"] = datetime.now(UTC).astimezone().isoformat(timespec="seconds")
@@ -70,6 +87,7 @@ def start_run(
 ) -> ScoredRun:
     check_systems(spec.systems)
     loaded = list(datasets) if datasets is not None else load_datasets(spec, data_dir)
+    check_images(spec, loaded)
     run_id, manifest = new_run_manifest(spec, loaded)
     manifest.update(extra_manifest or {})
     run_dir = out_dir / run_id

@@ -93,6 +93,11 @@ def score_predictions(path: Path, dataset: LoadedDataset, ks: Sequence[int]) -> 
             raise DatasetFormatError(path, line, f"id {qid!r} is not a question of {dataset.key}")
         if qid in seen:
             raise DatasetFormatError(path, line, f"duplicate id {qid!r}")
+        for field in ("retrieved_turns", "memories_returned"):
+            if rec.get(field) is not None and not isinstance(rec[field], list):
+                raise DatasetFormatError(
+                    path, line, f"{field} must be a list, got {type(rec[field]).__name__}"
+                )
         seen.add(qid)
         observations.append(record_to_observation(rec, dataset, run_id, groups[qid], max(ks)))
     missing = tuple(q.id for q in dataset.questions if q.id not in seen)
