@@ -19,7 +19,7 @@ from rich.table import Table as RichTable
 from recallbench.datasets.fetch import DataFileError, resolve_data_dir
 from recallbench.datasets.native import DatasetFormatError
 from recallbench.datasets.registry import DatasetRefError, dataset_specs, split_refs
-from recallbench.report.summary import Table, tables
+from recallbench.report.summary import Table, provenance_lines, tables
 from recallbench.run.chunking import CHUNKINGS
 from recallbench.run.runner import Progress
 from recallbench.run.spec import DEFAULT_K, RunSpec
@@ -225,6 +225,8 @@ def run(
         raise fail(str(exc)) from None
     for t in tables(scored):
         print_table(t)
+    for line in provenance_lines(scored):
+        console.print(line, highlight=False)
     console.print(f"results: {scored.run_dir}", highlight=False)
 
 

@@ -42,7 +42,7 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
     columns = ["system", "n"]
     columns += [f"hit@{k}" for k in spec_k]
     columns += [f"recall@{kmax}", f"all@{kmax}", f"MRR@{kmax}", f"nDCG@{kmax}"]
-    columns += ["recall(all ret.)", "errors", "empty", "chars/q", "p50 ms", "ingest s"]
+    columns += ["recall(all ret.)", "errors", "empty", "chars/q", "p50 ms", "ingest ms"]
     rows = []
     caption = ""
     for system in systems:
@@ -65,7 +65,7 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
         cells.append(fmt(getattr(get("chars_returned_mean"), "value", None), 0))
         cells.append(fmt(getattr(get("latency_ms_p50"), "value", None), 2))
         ing = get("ingest_ms_total")
-        cells.append(fmt(ing.value / 1000.0 if ing and ing.value is not None else None, 3))
+        cells.append(fmt(ing.value if ing else None, 1))
         rows.append(tuple(cells))
     cap = (
         "n = questions scored for retrieval (failed searches count as misses); "
@@ -132,6 +132,18 @@ def _markdown_table(t: Table) -> str:
     if t.caption:
         lines += ["", t.caption]
     return "\n".join(lines) + "\n"
+
+
+def provenance_lines(scored: ScoredRun) -> list[str]:
+    """What every printed figure carries: run id and date, dataset versions and checksums."""
+    m = scored.manifest
+    lines = [f"run {m['run_id']} ({m['started_at']})"]
+    lines += [
+        f"dataset {d['version_label']} sha256 {d['checksum']}"
+        f"{'' if d['pinned'] else ' (NOT the pinned release)'}"
+        for d in m["datasets"]
+    ]
+    return lines
 
 
 def render_summary(scored: ScoredRun) -> str:
