@@ -205,6 +205,9 @@ def test_fresh_interpreter_imports_and_runs_offline(tmp_path: Path):
     # The adapters must switch telemetry and hub access off themselves: inherit none of it.
     unset = {"MEM0_TELEMETRY", "MEM0_DIR", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"}
     env = {k: v for k, v in os.environ.items() if k not in unset}
+    home = tmp_path / "home"  # Mem0 falls back to ~/.mem0 when nobody sets MEM0_DIR
+    home.mkdir()
+    env["HOME"] = str(home)
     proc = subprocess.run(
         [sys.executable, "-c", FRESH, str(tmp_path)],
         capture_output=True,
@@ -215,5 +218,6 @@ def test_fresh_interpreter_imports_and_runs_offline(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["attempts"] == []
+    assert not (home / ".mem0").exists()
     assert report["results"]["mem0"][0] == ["c1"]
     assert report["results"]["chroma"][0] == ["c1"]
