@@ -31,7 +31,7 @@ from recallbench.score.longmemeval_rules import (
     strip_turn_suffix,
     turn_metrics,
 )
-from recallbench.score.scorer import RULE_NO_SOURCE_TURNS
+from recallbench.score.scorer import ranked_source_turns, source_turns_missing
 
 if TYPE_CHECKING:
     from recallbench.contracts import MetricRow
@@ -74,24 +74,10 @@ def retrieval_for(
     if not gold:
         why = question.evidence_unknown_reason or "no user turn is marked has_answer"
         return dict.fromkeys(keys), f"{RULE_NO_EVIDENCE_TURN}: {why}"
-    if not observation.retrieval_reported:
-        return dict.fromkeys(keys), (
-            f"{RULE_NO_SOURCE_TURNS}: the record reports no retrieved turn ids, so retrieval "
-            "cannot be checked"
-        )
-    # nothing retrieved (an answer but no memories) is a miss, not "cannot be checked"
-    if (
-        observation.outcome == "usable"
-        and observation.memories
-        and all(m.source_turns is None for m in observation.memories)
-    ):
-        return dict.fromkeys(keys), (
-            f"{RULE_NO_SOURCE_TURNS}: the system returns no source turn ids, so retrieval "
-            "cannot be checked"
-        )
-    ranked: list[tuple[str, ...]] = []
-    if observation.outcome == "usable":  # a failed search is a miss: an empty ranking
-        ranked = [m.source_turns or () for m in observation.memories]
+    missing = source_turns_missing(observation)
+    if missing:
+        return dict.fromkeys(keys), missing
+    ranked = ranked_source_turns(observation)
     user_turns = frozenset(extra.get("user_turns") or ())
     out: dict[str, float | None] = {}
     out.update(turn_metrics(ranked, gold, user_turns, ks))

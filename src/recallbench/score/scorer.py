@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from recallbench.contracts import Observation, Question, Verdict
 from recallbench.datasets.spec import LoadedDataset
-from recallbench.score.retrieval import null_metrics, retrieval_metrics, zero_metrics
+from recallbench.score.retrieval import null_metrics, retrieval_metrics
 from recallbench.score.rulesets import get_ruleset
 
 RULE_NO_EVIDENCE = "no_evidence"
@@ -21,6 +21,35 @@ RULE_NO_SOURCE_TURNS = "no_source_turns"
 
 class DuplicateObservationError(ValueError):
     pass
+
+
+def source_turns_missing(obs: Observation) -> str | None:
+    """Why retrieval cannot be checked for an observation (null, never 0), or None.
+
+    A failed search, or an answer with nothing retrieved, is a miss, not "cannot be checked".
+    """
+    if not obs.retrieval_reported:
+        return (
+            f"{RULE_NO_SOURCE_TURNS}: the record reports no retrieved turn ids, so retrieval "
+            "cannot be checked"
+        )
+    if (
+        obs.outcome == "usable"
+        and obs.memories
+        and all(m.source_turns is None for m in obs.memories)
+    ):
+        return (
+            f"{RULE_NO_SOURCE_TURNS}: the system returns no source turn ids, so retrieval "
+            "cannot be checked"
+        )
+    return None
+
+
+def ranked_source_turns(obs: Observation) -> list[tuple[str, ...]]:
+    """The turn ids each returned memory covers, in rank order; a failed search ranks nothing."""
+    if obs.outcome != "usable":
+        return []
+    return [m.source_turns or () for m in obs.memories]
 
 
 def retrieval_for(
@@ -35,20 +64,10 @@ def retrieval_for(
             f"{RULE_NO_EVIDENCE}: the question has no evidence by design (expect="
             f"{question.expect}); excluded from retrieval metrics"
         )
-    if not obs.retrieval_reported:
-        return dict(null_metrics(ks)), (
-            f"{RULE_NO_SOURCE_TURNS}: the record reports no retrieved turn ids, so retrieval "
-            "cannot be checked"
-        )
-    if obs.outcome != "usable":
-        return dict(zero_metrics(ks)), None
-    # nothing retrieved (e.g. an answer but no memories) is a miss, not "cannot be checked"
-    if obs.memories and all(m.source_turns is None for m in obs.memories):
-        return dict(null_metrics(ks)), (
-            f"{RULE_NO_SOURCE_TURNS}: the system returns no source turn ids, so retrieval "
-            "cannot be checked"
-        )
-    ranked = [m.source_turns or () for m in obs.memories]
+    missing = source_turns_missing(obs)
+    if missing:
+        return dict(null_metrics(ks)), missing
+    ranked = ranked_source_turns(obs)
     return dict(retrieval_metrics(ranked, question.evidence_turns, ks)), None
 
 
