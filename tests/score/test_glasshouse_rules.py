@@ -78,8 +78,8 @@ def test_axis_weights() -> None:
     [
         "I don't know.",
         "I do not know",
-        "I don\u2019t know",
         "I DON'T KNOW!!",
+        "I dont know",  # the apostrophe is optional
         "We don't have that.",
         "I do not have any record",
         "That was never mentioned in our conversation.",
@@ -105,7 +105,10 @@ def test_axis_weights() -> None:
         "I cannot determine the answer",
         "I cannot say",
         "I can't tell",
-        "I can\u2019t say",
+        "I cant tell",
+        "It isnt stated",
+        "the memories don't contain it",
+        "a piano record",  # the phrases need no word boundary ("no record")
         "The memories do not contain it",
         "the history does not contain an answer",
         "The conversation does not contain that information.",
@@ -136,7 +139,18 @@ def test_says_dont_know_positive(text: str) -> None:
         "no, it's daily now",
         "not in a hurry",
         "nothing else",
-        "I cant tell",  # no apostrophe: not one of the listed phrasings
+        # the official list knows the straight apostrophe only
+        "I don\u2019t know",
+        "I can\u2019t say",
+        # words separated by exactly one space
+        "I don't  know",
+        "It was never\nstated",
+        # "doesn't contain" is not one of the listed phrasings ("does not" / "don't" are)
+        "The conversation doesn't contain that.",
+        # bare negatives are not "I don't know" shapes
+        "no one",
+        "not at all",
+        "nothing about the search",
     ],
 )
 def test_says_dont_know_negative(text: str) -> None:
@@ -144,13 +158,17 @@ def test_says_dont_know_negative(text: str) -> None:
 
 
 def test_gold_reads_like_dont_know() -> None:
-    assert gold_reads_like_dont_know("never")
-    assert gold_reads_like_dont_know("Never.")
+    # only golds shaped like "I don't know" exempt their question, not bare negatives
     assert gold_reads_like_dont_know("not stated")
-    assert gold_reads_like_dont_know("nobody")
-    assert gold_reads_like_dont_know("no one")
-    assert gold_reads_like_dont_know("nothing")
     assert gold_reads_like_dont_know("don't have parking")
+    assert gold_reads_like_dont_know("for months and never said anything")
+    assert not gold_reads_like_dont_know("never")
+    assert not gold_reads_like_dont_know("Never.")
+    assert not gold_reads_like_dont_know("nobody")
+    assert not gold_reads_like_dont_know("no one")
+    assert not gold_reads_like_dont_know("nothing")
+    assert not gold_reads_like_dont_know("not at all")
+    assert not gold_reads_like_dont_know("nothing about the search")
     assert not gold_reads_like_dont_know("no, it's daily now")
     assert not gold_reads_like_dont_know("no new features")
     assert not gold_reads_like_dont_know("five weeks")
@@ -163,26 +181,39 @@ def test_gold_reads_like_dont_know() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("The Dishes!", "dishes"),
+        ("The Dishes!", "dishes!"),  # only periods and commas are dropped
         ("a quarter acre", "0.25 acre"),
         ("1/4 acre", "0.25 acre"),
         ("0.25 acre", "0.25 acre"),
+        ("2/3 cup", "0.67 cup"),  # proper fractions, two decimals
+        ("24/7", "24 7"),  # not a proper fraction: the slash is a separator
         ("five weeks", "5 weeks"),
-        ("$3,000", "3000"),
+        ("$3,000", "$3000"),
         ("1,250,000 won", "1250000 won"),
-        ("sixty-two entries", "62 entries"),
-        ("sixty two entries", "62 entries"),
-        ("sixty-2 entries", "62 entries"),
-        ("two and a half days", "2.5 days"),
-        ("one hundred and five", "105"),
-        ("a hundred", "100"),
+        ("It took 5 weeks.", "took 5 weeks"),
+        ("tested with 2, and then", "tested with 2, and then"),  # a comma touching a digit stays
+        # number words are read one by one; only "twenty four" / "twenty five" are pairs
+        ("twenty five", "25"),
+        ("twenty-five", "20 5"),
+        ("sixty-two entries", "60 2 entries"),
+        ("two and a half days", "2 and 0.5 days"),
+        ("one hundred and five", "1 100 and 5"),
         ("three quarters", "0.75"),
         ("half an acre", "0.5 acre"),
-        ("1/2 acre", "0.5 acre"),
-        ("4.2%", "4.2 percent"),
+        ("a third of it", "0.33 of"),
+        ("zero", "zero"),
+        # "once" and "twice" are numbers (Q220: "twice"), "thrice" is not
+        ("twice a week", "2 week"),
+        ("once", "1"),
+        ("thrice", "thrice"),
+        ("no one", "no 1"),
+        ("5 percent", "5 %"),
+        ("4.2%", "4.2%"),
+        ("80 dollars", "80 $"),
+        # personal pronouns go before apostrophes are split: "it's" leaves "s"
         ("He sorted it by timestamp", "sorted by timestamp"),
-        ("It's theirs, they're sure", "sure"),
-        ("tested with 2, and then", "tested with 2 and then"),
+        ("It's theirs, they're sure", "s theirs re sure"),
+        ('Yes: "quoted" (aside) [x] ~ c \u2013 d \u2014 e', "yes: quoted aside x c d e"),
         ("", ""),
     ],
 )
@@ -203,6 +234,7 @@ def test_normalize(text: str, expected: str) -> None:
         ("no, never", "no", True),
         ("nothing", "no", False),
         ("a knot in the rope", "not", False),
+        ("the conversation", "on", False),
         # number words and digits
         ("It took 5 weeks", "five weeks", True),
         ("five weeks", "5 weeks", True),
@@ -212,41 +244,58 @@ def test_normalize(text: str, expected: str) -> None:
         ("0.25 acre", "a quarter acre", True),
         ("a quarter acre", "1/4 acre", True),
         ("half an acre", "1/2 acre", True),
-        ("2.5 days", "two and a half days", True),
-        ("sixty-2 entries", "sixty-two entries", True),
-        ("62 entries", "sixty-two entries", True),
         ("SEVEN!!", "seven", True),
         ("it was 87 pounds", "about 87 pounds", True),  # numbers + content words
         ("87", "about 87 pounds", False),
         ("87 kilograms", "about 87 pounds", False),
         ("from 20 to 100", "from about 20 to about 100", True),
         ("from 20 to 50", "from about 20 to about 100", False),
-        # thousands separators
+        # compound number words are not combined: "62" is not "sixty-two"
+        ("62 entries", "sixty-two entries", False),
+        ("sixty-2 entries", "sixty-two entries", True),
+        ("2.5 days", "two and a half days", False),
+        # Q220: "twice" is the number 2, wherever a 2 stands
+        ("It doubled: 2 times the size", "twice", True),
+        ("two", "twice", True),
+        ("three times", "thrice", False),
+        # content words of three letters or more count in the number fallback, "and" too
+        ("3 eggs, 2 cups", "3 eggs and 2 cups", False),
+        ("3 eggs and 2 cups", "3 eggs and two cups", True),
+        # thousands separators and currency words
         ("3000 dollars", "$3,000", True),
         ("$3,000", "3000", True),
         ("about 4000", "around 4,000", True),
         ("30", "$3,000", False),
-        # inflections (-s, -es, -d, -ed, -ing), both ways, whole words only
+        ("5 percent", "5%", True),
+        # an ending (-s, -es, -d, -ed, -ing) may follow the whole gold in the answer ...
         ("they walked there", "walk", True),
-        ("walk", "walked", True),
         ("the aphids", "aphid", True),
         ("boxes", "box", True),
-        ("they used wood", "use wood", True),
-        ("planting beans", "plant beans", True),
-        ("making soup", "make soup", True),
-        ("a seed", "see", False),
-        ("a bed", "be", False),
+        ("went back to paperd", "went back to paper", True),
+        ("a seed", "see", True),  # "-d" after any word, as the official scorer reads it
         ("walker", "walk", False),
+        # ... but not in the middle of the gold, and the gold never loses one (Q091)
+        ("planting beans", "plant beans", False),
+        ("walk", "walked", False),
+        ("making soup", "make soup", False),
+        ("they keep it", "keeping it", False),
+        ("keeping it", "keeping", True),
+        # Q005: "no one" is two words, "one" read as 1
+        ("No one helped, he did it all himself", "no one", True),
+        ("no-one", "no one", True),
+        ("someone", "no one", False),
         # case, articles, pronouns, punctuation
         ("Yes: he broke it during work hours on a Tuesday.", "he broke it during work hours", True),
         ("THE HISTORY GIVES TWO ANSWERS!!", "the history gives 2 answers", True),
         ("dishes", "the dishes", True),
-        ("their neighbor's advice", "the neighbors advice", True),
+        ("their neighbors advice", "the neighbors advice", True),
+        ("their neighbor's advice", "the neighbors advice", False),  # "neighbor s advice"
+        ("it is daily", "it's daily", False),  # the gold reads "s daily"
         # degenerate inputs
         ("the", "the history gives two different answers", False),
         ("", "five", False),
         ("five", "", False),
-        ("them", "them", True),  # a gold of function words only is compared as written
+        ("them", "them", False),  # a gold of pronouns / articles only is empty: never found
     ],
 )
 def test_contains(answer: str, target: str, expected: bool) -> None:
@@ -284,17 +333,63 @@ def test_dont_know_zeroed_before_matching() -> None:
     q = _q(gold="five weeks")
     assert grade(q, "I don't know, maybe five weeks?") == 0.0
     assert grade(q, "It was never mentioned.") == 0.0
+    assert grade(q, "I dont know, five weeks?") == 0.0
+    # a curly apostrophe is not one of the official phrasings: matched as an answer
+    assert grade(q, "I don\u2019t know, five weeks?") == 1.0
 
 
 def test_dont_know_not_zeroed_when_gold_reads_like_one() -> None:
-    never = _q(gold="never")
-    assert grade(never, "It never came up again, they never went back: never.") == 1.0
-    assert grade(never, "Never.") == 1.0
-    assert grade(never, "I don't know") == 0.0  # still has to contain the gold
     stated = _q(gold="five weeks", alternates=("not stated",))
     assert grade(stated, "That was not stated.") == 1.0
     parking = _q(gold="don't have parking")
     assert grade(parking, "They don't have parking.") == 1.0
+    assert grade(parking, "I don't know") == 0.0  # still has to contain the gold
+    months = _q(gold="for months and never said anything")
+    assert grade(months, "He went for months and never said anything.") == 1.0
+
+
+def test_bare_negative_gold_does_not_exempt_dont_know() -> None:
+    # a gold of "never" does not read like "I don't know": "never came up" is still zeroed
+    never = _q(gold="never", alternates=("none", "zero", "not before", "first time"))
+    assert grade(never, "It never came up again, they never went back: never.") == 0.0
+    assert grade(never, "Never.") == 1.0
+    # Q142: "not at all" and its alternates are negatives, not "I don't know" shapes
+    travel = _q(gold="not at all", alternates=("none", "no trips", "did not travel", "didn't go"))
+    assert grade(travel, "They did not travel at all.") == 1.0
+    assert grade(travel, "I don't know; not at all?") == 0.0
+    assert grade(travel, "There is no information about trips, so none.") == 0.0
+    # Q421: "nothing about the search" is not "nothing about that"
+    fix = _q(gold="nothing about the search",
+             alternates=("nothing about how long it takes to find",))  # fmt: skip
+    assert grade(fix, "It says nothing about the search.") == 1.0
+    assert grade(fix, "I don't know - nothing about the search?") == 0.0
+
+
+def test_number_word_twice() -> None:
+    # Q220: "twice" and "once" are read as numbers, so "2" / "two" / "2 times" answer "twice"
+    q = _q(axis="MULTI", gold="twice")
+    assert grade(q, "2 times the size") == 1.0
+    assert grade(q, "It will be two times as big.") == 1.0
+    assert grade(q, "Twice as big.") == 1.0
+    assert grade(q, "three times") == 0.0
+    assert grade(_q(gold="once a week"), "1 week") == 1.0
+
+
+def test_no_one_gold() -> None:
+    # Q005: "no one" normalises the same way in gold and answer
+    q = _q(gold="alone", alternates=("alone", "nobody", "no one", "by himself"))
+    assert grade(q, "No one; he wanted to do it himself.") == 1.0
+    assert grade(q, "With someone from work.") == 0.0
+
+
+def test_ending_only_added_to_the_gold() -> None:
+    # Q091: the answer may add an ending to the gold, never drop one
+    q = _q(gold="keeping it", alternates=("not quitting", "staying", "no plans to quit"))
+    assert grade(q, "He is keeping it.") == 1.0
+    assert grade(q, "He plans to keep the day job.") == 0.0
+    assert grade(q, "They are staying put.") == 1.0
+    assert grade(_q(gold="plant beans"), "planting beans") == 0.0
+    assert grade(_q(gold="plant"), "planting beans") == 1.0
 
 
 def test_no_memory_expect_graded_as_abstention_whatever_axis() -> None:
@@ -379,7 +474,6 @@ def _contradict() -> Question:
     "answer",
     [
         "They sowed 200 seeds, or maybe 300 seeds.",
-        "two hundred seeds and three hundred seeds",
         "The two statements conflict with each other.",
         "There are conflicting figures.",
         "The notes contradict each other",
@@ -389,6 +483,7 @@ def _contradict() -> Question:
         "The sources disagree.",
         "There is a mismatch.",
         "The figures don't match",
+        "The figures dont match",
         "The later note doesn't match the earlier one",
         "The totals does not match",
         "the history gives two different answers",
@@ -396,6 +491,7 @@ def _contradict() -> Question:
         "There are two different figures",
         "There are two different values.",
         "At one point it was 200, later it was 300.",
+        "Some notes are INCONSISTENTLY kept",
     ],
 )
 def test_contradict_named(answer: str) -> None:
@@ -407,6 +503,12 @@ def test_contradict_other_cases() -> None:
     assert grade(q, "200 seeds") == 0.0  # one clash value only
     assert grade(q, "the history gives 2 different answers") == 0.0  # the word "two" is needed
     assert grade(q, "At one point it was 200. Later it was 300.") == 0.0  # not one sentence
+    # "later" at most 60 characters after "at one point"
+    assert grade(q, "At one point " + "x" * 54 + " later") == 1.0
+    assert grade(q, "At one point " + "x" * 60 + " later") == 0.0
+    # number words are not combined: "two hundred" reads "2 100", not "200"
+    assert grade(q, "two hundred seeds and three hundred seeds") == 0.0
+    assert grade(q, "The figures don\u2019t match") == 0.0  # straight apostrophe only
     assert grade(q, "I don't know.") == 0.5
     assert grade(q, "There is no information about that.") == 0.5
     assert grade(q, "How many seeds did they sow?") == 0.0
@@ -434,6 +536,12 @@ def test_reconcile() -> None:
     assert grade(q, "Yes, every day.") == 0.0
     assert grade(q, "I don't know.") == 0.0  # "I don't know" earns nothing here
     assert grade(q, "I don't know if he eats on weekdays") == 0.0
+
+
+def test_reconcile_sides_count_only_as_a_pair() -> None:
+    q = _q(axis="RECONCILE", gold="depends on the day", side_a="on weekdays", side_b=None)
+    assert grade(q, "He skips it on weekdays.") == 0.0  # one side alone is no half credit
+    assert grade(q, "It depends on the day.") == 1.0
 
 
 # ---------------------------------------------------------------------------------- CONFLICT
@@ -476,6 +584,27 @@ def test_conflict_other_cases() -> None:
     assert grade(q, "I know it's daily") == 0.5  # "know" is not the correction word "no"
     assert not correction_named("I know, nothing noteworthy")
     assert correction_named("NO.")
+    # correction words other than "no" / "not" count inside longer words too
+    assert correction_named("The schedule is unchanged")
+    assert correction_named("factually")
+    assert correction_named("thats wrong")
+    assert not correction_named("That is wrong")  # "that's" / "thats" only
+    assert not correction_named("It isn\u2019t weekly")  # straight apostrophe only
+
+
+def test_conflict_current_value_strip() -> None:
+    # a leading "no" goes even when it starts a word: "not ..." leaves "t ...", so only the
+    # accepted alternatives can match such a gold
+    bare = _q(axis="CONFLICT", gold="not on an empty stomach")
+    assert grade(bare, "Not on an empty stomach.") == 0.0
+    alt = _q(axis="CONFLICT", gold="not on an empty stomach",
+             alternates=("not on an empty stomach", "with food"))  # fmt: skip
+    assert grade(alt, "Not on an empty stomach.") == 1.0
+    assert grade(alt, "with food") == 0.5
+    # "it" / "they" / "he's" / "she's" leads and a trailing "now." go too
+    lead = _q(axis="CONFLICT", gold="No, he's at the new office now.")
+    assert grade(lead, "at the new office") == 0.5
+    assert grade(lead, "No - at the new office") == 1.0
 
 
 def test_conflict_gold_without_lead_words() -> None:
@@ -496,9 +625,11 @@ def test_gather_fractions() -> None:
     assert grade(q, "the couch") == 0.5
     assert grade(q, "nothing") == 0.0
     assert grade(q, "I don't know about the couch") == 0.0  # "I don't know" zeroed first
+    # fractions are rounded to three decimals, as the official scorer reports them
     q3 = _q(axis="GATHER", gold="x", gold_parts=["quads", "hamstrings", "calves"])
-    assert grade(q3, "quads and calves") == pytest.approx(2 / 3)
-    assert grade(q3, "hamstring") == pytest.approx(1 / 3)
+    assert grade(q3, "quads and calves") == 0.667
+    assert grade(q3, "hamstrings") == 0.333
+    assert grade(q3, "hamstring") == 0.0  # the answer may add an ending, not drop one
 
 
 def test_gather_without_parts_uses_gold() -> None:

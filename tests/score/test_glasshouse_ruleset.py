@@ -170,8 +170,10 @@ def test_empty_answer_and_failed_search_score_zero_in_the_denominator() -> None:
 @pytest.mark.parametrize(
     ("q", "answer", "expected"),
     [
-        # a gold answer of "never": "I don't know" shapes are not zeroed, but must contain it
-        (_q(gold="never"), "He never said it", 1.0),
+        # a gold answer of "never" is not itself "I don't know"-shaped (the official scorer
+        # exempts only golds that are), so an answer saying "never said" is zeroed first
+        (_q(gold="never"), "He never said it", 0.0),
+        (_q(gold="never"), "never, he goes by bus", 1.0),
         (_q(gold="never"), IDK, 0.0),
         # a two-letter answer must not match inside a longer word
         (_q(gold="on"), "the conversation", 0.0),
@@ -206,7 +208,7 @@ def test_empty_answer_and_failed_search_score_zero_in_the_denominator() -> None:
         (_q(axis="CONFLICT", gold="no, it's daily now"), "no", 0.0),
         # GATHER: fraction of parts
         (_q(axis="GATHER", gold="eggs and toast", gold_parts=["eggs", "toast", "tea"]),
-         "eggs and tea", 2 / 3),
+         "eggs and tea", 0.667),  # the official scorer rounds fractions to 3 places
     ],
 )  # fmt: skip
 def test_issue_rules_through_the_rule_set(q: Question, answer: str, expected: float) -> None:

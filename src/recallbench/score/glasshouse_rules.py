@@ -6,14 +6,36 @@ Glasshouse grades an answer per axis with string rules only (no judge model):
   answer says it does not know, else 0; without an answer model they are ungraded (``None``);
 * UPDATE / STALE reward the new value (1), punish the stale one (0) and half-credit "I don't
   know"; CONTRADICT rewards naming the disagreement; RECONCILE rewards naming both conditions;
-  CONFLICT rewards the current value together with a correction; GATHER is the fraction of parts;
-* everything else is normalised whole-word containment of the gold or an accepted alternative,
-  after an "I don't know"-shaped answer has been zeroed.
+  CONFLICT rewards the current value together with a correction; GATHER is the fraction of parts
+  (rounded to three decimals);
+* everything else is containment of the gold or an accepted alternative, after an
+  "I don't know"-shaped answer has been zeroed (unless the gold or an alternative is itself
+  shaped like one).
 
-Containment works on normalised token lists: lower case, punctuation and apostrophes removed,
-thousands separators dropped, number words / fractions / "a quarter" turned into canonical
-numbers, articles and personal pronouns dropped. Words match whole, allowing the inflections
--s, -es, -d, -ed and -ing either way, so a short gold never matches inside an unrelated word.
+The aim is to give exactly the values the benchmark's own scorer gives, so the details below
+follow its observed behaviour, quirks included, rather than a cleaner reading of the rules.
+
+"I don't know" shapes are a fixed list of English phrases found anywhere in the raw answer,
+case-insensitively, with single spaces between their words and an optional straight apostrophe
+("dont know" counts, a curly "don\u2019t know" does not).
+
+Text is normalised as one string, in this order: lower case; the articles a / an / the removed;
+"percent" written "%" and "dollar(s)" written "$" (even inside longer words); digit-group commas
+dropped; a proper fraction of digits ("1/4") written as its decimal rounded to two places;
+number words written as digits one word at a time ("one" to "twenty", the tens, "hundred",
+"thousand", "once", "twice", "half", "quarter", "third", plus the pairs "twenty four",
+"twenty five" and "three quarters"), so "sixty-two" reads "60 2" and "zero" / "thrice" stay
+words; the personal pronouns I / me / my / you / your / he / him / his / she / her / it / its /
+we / us / our / they / them / their removed (which leaves the tail of "it's" as "s"); periods
+and commas not touching a digit removed; hyphens, dashes, tildes, straight apostrophes and
+quotes, brackets and slashes turned into spaces; runs of white space collapsed.
+
+The normalised gold is then looked for in the normalised answer as a run of text that does not
+start or end inside a word of ASCII letters and digits, the answer being allowed one ending
+(-s, -es, -d, -ed, -ing) after the gold's last character. Failing that, a gold holding numbers
+still matches when each of its numbers is one of the answer's numbers and each of its words of
+three letters or more (hedges such as "about" or "nearly" aside) is in the answer as a whole
+word, with the same endings allowed.
 """
 
 from __future__ import annotations
@@ -35,7 +57,6 @@ __all__ = [
     "gold_reads_like_dont_know",
     "is_abstention_question",
     "normalize",
-    "normalized_tokens",
     "says_dont_know",
     "stale_trap_hit",
 ]
@@ -71,31 +92,28 @@ IDK_EXEMPT_AXES: frozenset[str] = frozenset(
 # --------------------------------------------------------------------------------------------
 # "I don't know" detection (English only, case-insensitive, anywhere in the answer)
 # --------------------------------------------------------------------------------------------
+# The official list is matched as plain phrases: no word boundary is required around them,
+# words are separated by exactly one space, and only the straight apostrophe is known (and is
+# optional). Matching that behaviour is the point, so these are deliberately not \b / \s+ based.
 
-_APOS = "['\u2019]"  # straight or curly apostrophe
-_PLACES = r"(?:memory|memories|conversation|history|records?|notes|context)"
+_NOT_BE = r"(?:is not|isn'?t|was not|wasn'?t)"  # "is not", "isn't", "isnt", "was not", ...
+_OWNER = r"(?:(?:the|your|our|my) )?"
+_STORES = r"memory|memories|conversation|history|record|notes"  # "record" covers "records"
 _IDK_PATTERNS: tuple[str, ...] = (
-    r"\bnever\s+(?:stated|said|mentioned|came\s+up)\b",
-    r"\bnot\s+(?:stated|mentioned|specified|given)\b",
-    rf"\b(?:(?:is|was)\s+not|isn{_APOS}t|wasn{_APOS}t)\s+(?:stated|mentioned|specified)\b",
-    rf"\b(?:(?:is|was)\s+not|isn{_APOS}t|wasn{_APOS}t)\s+in\s+(?:(?:the|your|our|my)\s+)?"
-    rf"{_PLACES}\b",
-    r"\bno\s+(?:such\s+)?(?:information|record|mention|detail)s?\b",
-    r"\bnothing\s+(?:about|on)\s+that\b",
-    rf"\b(?:don{_APOS}t|do\s+not)\s+(?:know|have)\b",
-    r"\bcannot\s+(?:tell|determine|say)\b",
-    rf"\bcan{_APOS}t\s+(?:tell|say)\b",
-    r"\b(?:memories|conversation|history)\s+(?:do|does)\s+not\s+contain\b",
-    r"\bunable\s+to\s+(?:tell|determine|find)\b",
-    r"\bnot\s+in\s+(?:(?:the|your|our|my)\s+)?"
-    r"(?:memory|memories|conversation|history|records?|notes)\b",
+    r"never (?:stated|said|mentioned|came up)",
+    r"not (?:stated|mentioned|specified|given)",
+    rf"{_NOT_BE} (?:stated|mentioned|specified)",
+    rf"{_NOT_BE} in {_OWNER}(?:{_STORES}|context)",
+    r"no (?:such )?(?:information|record|mention|detail)",
+    r"nothing (?:about|on) that",
+    r"(?:don'?t|do not) (?:know|have)",
+    r"cannot (?:tell|determine|say)",
+    r"can'?t (?:tell|say)",
+    r"(?:memories|conversation|history) (?:does not|do not|don'?t) contain",  # not "doesn't"
+    r"unable to (?:tell|determine|find)",
+    rf"not in {_OWNER}(?:{_STORES})",
 )
 _IDK_RE = re.compile("|".join(f"(?:{p})" for p in _IDK_PATTERNS), re.IGNORECASE)
-
-# Bare negative golds ("never", "nobody", ...) read like an "I don't know" too.
-_NEGATIVE_GOLD_RE = re.compile(
-    r"^\W*(?:never|none|nothing|nobody|nowhere|neither|no\s+one)\b", re.IGNORECASE
-)
 
 
 def says_dont_know(text: str | None) -> bool:
@@ -106,280 +124,123 @@ def says_dont_know(text: str | None) -> bool:
 
 
 def gold_reads_like_dont_know(text: str | None) -> bool:
-    """True when a gold answer itself reads like a non-answer ("never", "not stated", ...).
+    """True when a gold answer itself is shaped like "I don't know" ("never stated", ...).
 
-    Such a gold disables the "I don't know scores 0" shortcut, since a right answer to it is
-    naturally phrased that way.
+    Such a gold (or accepted alternative) disables the "I don't know scores 0" shortcut for its
+    question, since a right answer to it is naturally phrased that way. Only the "I don't know"
+    shapes count: a bare negative gold such as "never", "no one" or "not at all" does not.
     """
-    if not text:
-        return False
-    return says_dont_know(text) or _NEGATIVE_GOLD_RE.search(text) is not None
+    return says_dont_know(text)
 
 
 # --------------------------------------------------------------------------------------------
 # Normalisation
 # --------------------------------------------------------------------------------------------
 
-_ARTICLES = frozenset({"a", "an", "the"})
-_PRONOUNS = frozenset(
-    {
-        "i", "me", "my", "mine", "myself",
-        "you", "your", "yours", "yourself", "yourselves",
-        "he", "him", "his", "himself",
-        "she", "her", "hers", "herself",
-        "it", "its", "itself",
-        "we", "us", "our", "ours", "ourselves",
-        "they", "them", "their", "theirs", "themselves",
-        # contractions once the apostrophe is gone (only those that are not other words)
-        "im", "ive", "youre", "youve", "youll", "youd", "hes", "shes", "hed",
-        "theyre", "theyve", "theyll", "theyd", "weve",
-    }
-)  # fmt: skip
+_ARTICLE_RE = re.compile(r"\b(?:a|an|the)\b")
+_PERCENT_RE = re.compile(r"percent")
+_DOLLAR_RE = re.compile(r"dollars?")
+_DIGIT_GROUP_RE = re.compile(r"(?<=\d),(?=\d{3})")
+_DIGIT_FRACTION_RE = re.compile(r"(\d+)\s*/\s*(\d+)")
 
-_UNITS: dict[str, int] = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
-    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
-    "nineteen": 19,
+# Number words read as digits, one word (or the listed pair) at a time; nothing else is
+# combined, so "sixty-two" stays two numbers and "zero" / "thrice" / "million" stay words.
+_NUMBER_WORDS: dict[str, str] = {
+    "three quarters": "0.75", "twenty four": "24", "twenty five": "25",
+    "quarter": "0.25", "half": "0.5", "third": "0.33",
+    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13",
+    "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17", "eighteen": "18",
+    "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50",
+    "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90",
+    "hundred": "100", "thousand": "1000", "once": "1", "twice": "2",
 }  # fmt: skip
-_TENS: dict[str, int] = {
-    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
-    "eighty": 80, "ninety": 90,
-}  # fmt: skip
-_SCALES: dict[str, int] = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
-_FRACTION_WORDS: dict[str, float] = {"half": 0.5, "quarter": 0.25}
-
-_THOUSANDS_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_SLASH_FRACTION_RE = re.compile(r"(?<![\d.])(\d+)\s*/\s*(\d+)(?![\d/])")
-_TOKEN_RE = re.compile(r"\d+(?:\.\d+)?|[^\W\d_]+")
-_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER_WORD_RE = re.compile(
+    r"\b(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + r")\b"
+)
+_PRONOUN_RE = re.compile(
+    r"\b(?:i|me|my|you|your|he|him|his|she|her|it|its|we|us|our|they|them|their)\b"
+)
+_LONE_STOP_RE = re.compile(r"(?<!\d)[.,](?!\d)")  # a period or comma not touching a digit
+_SEPARATOR_RE = re.compile("[-\u2013\u2014~'\"()\\[\\]/]+")
+_SPACE_RE = re.compile(r"\s+")
 
 
-def _fmt_number(value: float) -> str:
-    if float(value).is_integer():
-        return str(int(value))
-    return f"{value:.6f}".rstrip("0").rstrip(".")
-
-
-def _is_number(token: str) -> bool:
-    return _NUMBER_RE.fullmatch(token) is not None
-
-
-def _slash_fraction(match: re.Match[str]) -> str:
+def _fraction_as_decimal(match: re.Match[str]) -> str:
     num, den = int(match.group(1)), int(match.group(2))
-    if den == 0:
+    if den == 0 or num >= den:  # only proper fractions ("24/7" and dates like "3/2" stay)
         return match.group(0)
-    return f" {_fmt_number(num / den)} "
-
-
-def _raw_tokens(text: str) -> list[str]:
-    """Lower-cased word and number tokens with punctuation, separators and fractions handled."""
-    t = text.lower().replace("\u2019", "'").replace("\u2018", "'")
-    t = _THOUSANDS_RE.sub("", t)
-    t = _SLASH_FRACTION_RE.sub(_slash_fraction, t)
-    t = t.replace("%", " percent ")
-    t = t.replace("'", "")
-    return _TOKEN_RE.findall(t)
-
-
-def _parse_int(tokens: Sequence[str], i: int) -> tuple[float, int] | None:
-    """Parse a whole number written in words (or digits + scale words) starting at ``i``.
-
-    Returns ``(value, tokens consumed)`` or ``None`` when no number starts there.
-    """
-    n = len(tokens)
-    total = 0.0
-    current = 0.0
-    j = i
-    last: str | None = None  # "unit", "teen", "tens", "scale", "digit"
-    while j < n:
-        tok = tokens[j]
-        if tok in _UNITS:
-            value = _UNITS[tok]
-            if last in (None, "scale"):
-                current += value
-                last = "unit" if value < 10 else "teen"
-            elif last == "tens" and 1 <= value <= 9:
-                current += value
-                last = "unit"
-            else:
-                break
-        elif tok in _TENS:
-            if last in (None, "scale"):
-                current += _TENS[tok]
-                last = "tens"
-            else:
-                break
-        elif _is_number(tok):
-            value_f = float(tok)
-            if last is None:
-                current = value_f
-                last = "digit"
-            elif last == "tens" and value_f.is_integer() and 1 <= value_f <= 9 and "." not in tok:
-                current += value_f
-                last = "unit"
-            else:
-                break
-        elif tok in _SCALES and last is not None and last != "scale":
-            scale = _SCALES[tok]
-            current = (current or 1.0) * scale
-            if scale >= 1000:
-                total += current
-                current = 0.0
-            last = "scale"
-        elif (
-            tok == "and"
-            and last == "scale"
-            and j + 1 < n
-            and (tokens[j + 1] in _UNITS or tokens[j + 1] in _TENS)
-        ):
-            pass  # "one hundred and five"
-        else:
-            break
-        j += 1
-    if last is None:
-        return None
-    return total + current, j - i
-
-
-def _parse_number(tokens: Sequence[str], i: int) -> tuple[float, int] | None:
-    """Parse a number phrase at ``i``: words, digits, fractions, "and a half", "a quarter"."""
-    n = len(tokens)
-    tok = tokens[i]
-    # "a quarter", "one half", "a hundred"
-    if tok in ("a", "an", "one") and i + 1 < n:
-        nxt = tokens[i + 1]
-        if nxt in _FRACTION_WORDS:
-            return _FRACTION_WORDS[nxt], 2
-        if tok in ("a", "an") and nxt in _SCALES:
-            parsed = _parse_int(["one", *tokens[i + 1 :]], 0)
-            if parsed is not None:
-                return parsed
-    if tok in _FRACTION_WORDS:
-        return _FRACTION_WORDS[tok], 1
-    parsed = _parse_int(tokens, i)
-    if parsed is None:
-        return None
-    value, used = parsed
-    j = i + used
-    # "three quarters", "two halves"
-    if j < n and tokens[j] in ("quarters", "halves"):
-        return value * (0.25 if tokens[j] == "quarters" else 0.5), used + 1
-    # "two and a half", "one and a quarter"
-    if j + 2 < n and tokens[j] == "and" and tokens[j + 1] in ("a", "an", "one"):
-        frac = _FRACTION_WORDS.get(tokens[j + 2])
-        if frac is not None:
-            return value + frac, used + 3
-    return value, used
-
-
-def normalized_tokens(text: str | None, *, drop_function_words: bool = True) -> list[str]:
-    """The token list containment works on (see the module docstring)."""
-    if not text:
-        return []
-    raw = _raw_tokens(text)
-    out: list[str] = []
-    i = 0
-    while i < len(raw):
-        parsed = _parse_number(raw, i)
-        if parsed is not None:
-            value, used = parsed
-            out.append(_fmt_number(value))
-            i += used
-            continue
-        tok = raw[i]
-        i += 1
-        if drop_function_words and (tok in _ARTICLES or tok in _PRONOUNS):
-            continue
-        out.append(tok)
-    return out
+    return f" {round(num / den, 2)} "
 
 
 def normalize(text: str | None) -> str:
-    """Normalised text: the normalised tokens joined by single spaces."""
-    return " ".join(normalized_tokens(text))
+    """The normalised form containment compares (see the module docstring)."""
+    if not text:
+        return ""
+    s = _ARTICLE_RE.sub(" ", text.lower())
+    s = _DOLLAR_RE.sub("$", _PERCENT_RE.sub("%", s))
+    s = _DIGIT_GROUP_RE.sub("", s)
+    s = _DIGIT_FRACTION_RE.sub(_fraction_as_decimal, s)
+    s = _NUMBER_WORD_RE.sub(lambda m: f" {_NUMBER_WORDS[m.group(0)]} ", s)
+    s = _PRONOUN_RE.sub(" ", s)
+    s = _LONE_STOP_RE.sub(" ", s)
+    s = _SEPARATOR_RE.sub(" ", s)
+    return _SPACE_RE.sub(" ", s).strip()
 
 
 # --------------------------------------------------------------------------------------------
 # Containment
 # --------------------------------------------------------------------------------------------
 
-_SUFFIXES: tuple[str, ...] = ("s", "es", "ed", "ing")
-
-# Words ignored when a numeric gold is compared as numbers plus its other content words.
-_NUMERIC_STOPWORDS = frozenset(
-    {
-        "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are",
-        "was", "were", "be", "been", "about", "around", "roughly", "approximately", "some",
-        "just", "than",
-    }
+_ENDINGS: tuple[str, ...] = ("", "s", "d", "es", "ed", "ing")
+_ALNUM = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyz")
+_NUMBER_RE = re.compile(r"\d+(?:\.\d+)?")
+_WORD_RE = re.compile(r"[a-z]+")
+_HEDGES = frozenset(
+    {"about", "around", "roughly", "approximately", "some", "over", "under", "just", "almost",
+     "nearly"}
 )  # fmt: skip
 
 
-def _inflects(longer: str, stem: str) -> bool:
-    """True when ``longer`` is ``stem`` plus one allowed inflection (-s, -es, -d, -ed, -ing)."""
-    if len(stem) < 2 or len(longer) <= len(stem):
-        return False
-    for suffix in _SUFFIXES:
-        if longer == stem + suffix:
-            return True
-    if stem.endswith("e") and len(stem) >= 3:
-        if longer == stem[:-1] + "ing":  # make -> making
-            return True
-        if longer == stem + "d" and not stem.endswith("ee"):  # use -> used (not see -> seed)
-            return True
+def _found(haystack: str, needle: str, inside: frozenset[str]) -> bool:
+    """``needle`` in ``haystack``, not glued to a character of ``inside`` on either side.
+
+    One of the endings -s, -d, -es, -ed, -ing may follow the needle before the boundary.
+    """
+    start = haystack.find(needle)
+    while start != -1:
+        if start == 0 or haystack[start - 1] not in inside:
+            rest = haystack[start + len(needle) :]
+            for ending in _ENDINGS:
+                if rest.startswith(ending) and (
+                    len(rest) == len(ending) or rest[len(ending)] not in inside
+                ):
+                    return True
+        start = haystack.find(needle, start + 1)
     return False
 
 
-def _word_match(word: str, target: str) -> bool:
-    if word == target:
-        return True
-    if _is_number(word) or _is_number(target):
+def _numbers_with_words(answer: str, target: str) -> bool:
+    """Every number of ``target`` is an answer number and its longer words are there too."""
+    wanted = _NUMBER_RE.findall(target)
+    if not wanted:
         return False
-    return _inflects(word, target) or _inflects(target, word)
-
-
-def _sequence_in(answer: Sequence[str], target: Sequence[str]) -> bool:
-    m = len(target)
-    if m == 0 or m > len(answer):
+    have = set(_NUMBER_RE.findall(answer))
+    if not all(n in have for n in wanted):
         return False
-    for start in range(len(answer) - m + 1):
-        if all(_word_match(answer[start + k], target[k]) for k in range(m)):
-            return True
-    return False
-
-
-def _numbers_and_content(answer: Sequence[str], target: Sequence[str]) -> bool:
-    """A numeric target's numbers all present as numbers, and its other content words too."""
-    numbers = [t for t in target if _is_number(t)]
-    if not numbers:
-        return False
-    answer_numbers = {t for t in answer if _is_number(t)}
-    if not all(num in answer_numbers for num in numbers):
-        return False
-    content = [t for t in target if not _is_number(t) and t not in _NUMERIC_STOPWORDS]
-    return all(any(_word_match(w, c) for w in answer) for c in content)
+    words = (w for w in _WORD_RE.findall(target) if len(w) >= 3 and w not in _HEDGES)
+    return all(_found(answer, w, _LETTERS) for w in words)
 
 
 def contains(answer: str | None, target: str | None) -> bool:
-    """Normalised whole-word containment of ``target`` in ``answer``.
-
-    Tokens match whole (with an allowed inflection either way); a target holding numbers also
-    matches when every one of its numbers appears in the answer as a number and every other
-    content word of it appears too.
-    """
-    if not answer or not target or not target.strip():
+    """Normalised containment of ``target`` in ``answer`` (see the module docstring)."""
+    if not answer or not target:
         return False
-    target_tokens = normalized_tokens(target)
-    answer_tokens = normalized_tokens(answer)
-    if not target_tokens:  # a gold made only of articles / pronouns: compare them as written
-        target_tokens = normalized_tokens(target, drop_function_words=False)
-        answer_tokens = normalized_tokens(answer, drop_function_words=False)
-    if not target_tokens:
-        return False
-    if _sequence_in(answer_tokens, target_tokens):
+    a, t = normalize(answer), normalize(target)
+    if t and _found(a, t, _ALNUM):
         return True
-    return _numbers_and_content(answer_tokens, target_tokens)
+    return _numbers_with_words(a, t)
 
 
 def _contains_any(answer: str, targets: Iterable[str]) -> bool:
@@ -387,38 +248,29 @@ def _contains_any(answer: str, targets: Iterable[str]) -> bool:
 
 
 # --------------------------------------------------------------------------------------------
-# Axis-specific cue detection
+# Axis-specific cue detection (on the raw answer, case-insensitive)
 # --------------------------------------------------------------------------------------------
 
 _CONTRADICTION_RE = re.compile(
-    r"\bconflict"
-    r"|\bcontradict"
-    r"|\binconsistent\b"
-    r"|\bnot\s+consistent\b"
-    r"|\bdisagree"
-    r"|\bmismatch"
-    rf"|\b(?:doesn{_APOS}t|does\s+not|don{_APOS}t)\s+match"
-    r"|\btwo\s+different\s+(?:answers|values|numbers|figures)\b"
-    r"|\bat\s+one\s+point\b[^.!?]*\blater\b",
+    r"\b(?:conflict|contradic|inconsistent|not consistent|disagree|mismatch"
+    r"|do(?:es)?n'?t match|do(?:es)? not match"
+    r"|two different (?:answers|values|numbers|figures)"
+    r"|at one point\b[^.!?]{0,60}\blater\b)",
     re.IGNORECASE,
 )
 
+# "no" and "not" as words; the rest also inside longer words ("unchanged", "factually").
 _CORRECTION_RE = re.compile(
-    r"\b(?:no|not|incorrect|actually|changed|switched|anymore|mistaken)\b"
-    rf"|\b(?:isn{_APOS}t|wasn{_APOS}t)(?!\w)"
-    r"|\bused\s+to\b"
-    r"|\bno\s+longer\b"
-    rf"|\b(?:that{_APOS}s|that\s+is)\s+(?:wrong|not\s+right)\b",
+    r"\bno\b|\bnot\b|isn'?t|wasn'?t|incorrect|actually|changed|switched|used to|anymore"
+    r"|that'?s (?:wrong|not right)|mistaken",
     re.IGNORECASE,
 )
 
-_CONFLICT_LEAD_NO_RE = re.compile(r"^\s*no\s*,\s*", re.IGNORECASE)
+_CONFLICT_LEAD_NO_RE = re.compile(r"^no,?\s*", re.IGNORECASE)  # also eats "no" of "not ..."
 _CONFLICT_LEAD_SUBJECT_RE = re.compile(
-    rf"^\s*(?:it{_APOS}s|they{_APOS}re|that{_APOS}s|there{_APOS}s|it\s+is|they\s+are|that\s+is"
-    r"|there\s+is|there\s+are)\s+",
-    re.IGNORECASE,
+    r"^(?:it'?s|it|they'?re|they|that'?s|he'?s|she'?s)\s+", re.IGNORECASE
 )
-_CONFLICT_TRAIL_NOW_RE = re.compile(r"\s*,?\s*\bnow\W*$", re.IGNORECASE)
+_CONFLICT_TRAIL_NOW_RE = re.compile(r"\s+now\b\.?$", re.IGNORECASE)
 
 
 def contradiction_named(answer: str) -> bool:
@@ -432,11 +284,11 @@ def correction_named(answer: str) -> bool:
 
 
 def _conflict_current_value(gold: str) -> str:
-    """The gold of a CONFLICT question without its "no," / "it's ..." lead and trailing "now"."""
+    """A CONFLICT gold without its leading "no", "it's / they're ..." and trailing "now"."""
     value = _CONFLICT_LEAD_NO_RE.sub("", gold)
     value = _CONFLICT_LEAD_SUBJECT_RE.sub("", value)
     value = _CONFLICT_TRAIL_NOW_RE.sub("", value)
-    return value if value.strip() else gold
+    return value.strip()
 
 
 # --------------------------------------------------------------------------------------------
@@ -491,31 +343,29 @@ def _grade_contradict(q: Question, answer: str) -> float:
 
 
 def _grade_reconcile(q: Question, answer: str) -> float:
-    sides = [s for s in (_extra_str(q, "side_a"), _extra_str(q, "side_b")) if s is not None]
-    found = sum(1 for s in sides if contains(answer, s))
-    if sides and found == len(sides) and len(sides) == 2:
-        return 1.0
-    if found >= 1:
-        return 0.5
+    side_a, side_b = _extra_str(q, "side_a"), _extra_str(q, "side_b")
+    if side_a is not None and side_b is not None:  # the sides count only as a pair
+        found = contains(answer, side_a) + contains(answer, side_b)
+        if found:
+            return 1.0 if found == 2 else 0.5
     return 1.0 if _contains_any(answer, _golds(q)) else 0.0
 
 
 def _grade_conflict(q: Question, answer: str) -> float:
-    candidates: list[str] = []
-    if q.gold and q.gold.strip():
-        candidates.append(_conflict_current_value(q.gold))
-    candidates.extend(a for a in q.alternates if isinstance(a, str) and a.strip())
-    if not _contains_any(answer, candidates):
+    alternates = [a for a in q.alternates if isinstance(a, str) and a.strip()]
+    candidates = [_conflict_current_value(g) for g in (q.gold or "", *alternates)]
+    candidates.extend(alternates)
+    if not _contains_any(answer, (c for c in candidates if c)):
         return 0.0
     return 1.0 if correction_named(answer) else 0.5
 
 
 def _grade_gather(q: Question, answer: str) -> float:
     raw_parts = q.extra.get("gold_parts") if q.extra else None
-    parts = [p for p in (raw_parts or []) if isinstance(p, str) and p.strip()]
+    parts = [p for p in (raw_parts or []) if isinstance(p, str)]  # a blank part is never found
     if not parts:
         return 1.0 if _contains_any(answer, _golds(q)) else 0.0
-    return sum(1 for p in parts if contains(answer, p)) / len(parts)
+    return round(sum(1 for p in parts if contains(answer, p)) / len(parts), 3)
 
 
 def grade(q: Question, answer: str | None, answer_generated: bool = True) -> float | None:
@@ -573,8 +423,8 @@ def evidence_returned(
 
     ``None`` for a question without evidence turns, or when the record carries neither turn ids
     nor memory texts. With turn ids, any evidence turn among them; without (``retrieved_turns``
-    is ``None``), the joined memory texts must contain the gold or an accepted alternative.
-    A record that returned nothing is a miss.
+    is ``None``), the memory texts joined with spaces must contain the gold or an accepted
+    alternative. A record that returned nothing is a miss.
     """
     evidence = q.evidence_turns
     if not evidence:
@@ -591,4 +441,4 @@ def evidence_returned(
     golds = _golds(q)
     if not golds:
         return None
-    return _contains_any("\n".join(texts), golds)
+    return _contains_any(" ".join(texts), golds)
