@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import urllib.error
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from recallbench.datasets.spec import (
     FileSpec,
     HaystackGroup,
     LoadedDataset,
+    count_by_axis,
 )
 from recallbench.score.beam_rules import ABILITIES, parse_rubric
 
@@ -359,13 +360,6 @@ def _load_pinned(
     return records, groups, questions
 
 
-def ability_counts(questions: Sequence[Question]) -> dict[str, int]:
-    counts = {a: 0 for a in ABILITIES}
-    for q in questions:
-        counts[q.axis] = counts.get(q.axis, 0) + 1
-    return counts
-
-
 def load(
     spec: DatasetSpec,
     variant: str,
@@ -379,7 +373,7 @@ def load(
     else:
         records, groups, questions = _load_pinned(variant, data_dir, report)
     notes = list(CARD_NOTES)
-    counts = ability_counts(questions)
+    counts = count_by_axis(questions, ABILITIES)
     notes.append("Questions per ability: " + ", ".join(f"{a} {n}" for a, n in counts.items()))
     first_use = [r.name for r in records if r.note == PINNED_ON_FIRST_USE]
     if first_use:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from recallbench.datasets.spec import (
     FileSpec,
     HaystackGroup,
     LoadedDataset,
+    count_by_axis,
 )
 from recallbench.score.longmemeval_rules import DEFAULT_KS, QUESTION_TYPES, is_abstention
 
@@ -209,13 +210,6 @@ def parse_longmemeval(
     return groups, questions, report
 
 
-def type_counts(questions: Sequence[Question]) -> dict[str, int]:
-    counts = {t: 0 for t in QUESTION_TYPES}
-    for q in questions:
-        counts[q.axis] = counts.get(q.axis, 0) + 1
-    return counts
-
-
 def load(
     spec: DatasetSpec,
     variant: str,
@@ -238,7 +232,7 @@ def load(
         raise DatasetFormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
     groups, questions, report = parse_longmemeval(data, path)
     notes = list(CARD_NOTES)
-    counts = type_counts(questions)
+    counts = count_by_axis(questions, QUESTION_TYPES)
     abstentions = sum(bool(q.extra["is_abstention"]) for q in questions)
     unknown = sum(q.evidence_turns is None for q in questions)
     notes.append(

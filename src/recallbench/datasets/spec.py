@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,14 @@ class LoadedDataset:
     @property
     def pinned(self) -> bool:
         return all(f.pinned for f in self.files)
+
+
+def count_by_axis(questions: Sequence[Question], order: Sequence[str]) -> dict[str, int]:
+    """Questions per axis (type, category, ability), known axes first in ``order``, zeros kept."""
+    counts = dict.fromkeys(order, 0)
+    for q in questions:
+        counts[q.axis] = counts.get(q.axis, 0) + 1
+    return counts
 
 
 def parse_dataset_ref(ref: str) -> tuple[str, str, Path | None]:
