@@ -69,7 +69,10 @@ def check_images(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> None:
                 image_paths(ds)  # raises naming the missing file
 
 
-def _finish(run_dir: Path, manifest: dict[str, Any]) -> None:
+def _finish(run_dir: Path, manifest: dict[str, Any], runner: Runner) -> None:
+    for record in manifest["systems"]:  # the capabilities each built system declared
+        if record["name"] in runner.capabilities:
+            record["capabilities"] = runner.capabilities[record["name"]]
     shutil.rmtree(run_dir / "work", ignore_errors=True)  # systems' private state, not a record
     manifest["ended_at"] = datetime.now(UTC).astimezone().isoformat(timespec="seconds")
     manifest["status"] = "complete"
@@ -93,8 +96,9 @@ def start_run(
     run_dir = out_dir / run_id
     run_dir.mkdir(parents=True, exist_ok=False)
     store.write_json(run_dir / store.RUN_JSON, manifest)
-    Runner(spec, loaded, run_dir, run_id, progress, cache_dir or default_cache_dir()).execute()
-    _finish(run_dir, manifest)
+    runner = Runner(spec, loaded, run_dir, run_id, progress, cache_dir or default_cache_dir())
+    runner.execute()
+    _finish(run_dir, manifest, runner)
     return score_run(run_dir, data_dir, loaded)
 
 
@@ -111,8 +115,9 @@ def resume_run(
     )
     manifest["status"] = "running"
     store.write_json(run_dir / store.RUN_JSON, manifest)
-    Runner(
+    runner = Runner(
         spec, loaded, run_dir, manifest["run_id"], progress, cache_dir or default_cache_dir()
-    ).execute()
-    _finish(run_dir, manifest)
+    )
+    runner.execute()
+    _finish(run_dir, manifest, runner)
     return score_run(run_dir, data_dir, loaded)

@@ -121,6 +121,8 @@ class Runner:
         self.run_id = run_id
         self.progress = progress or Progress()
         self.cache_dir = cache_dir
+        self.capabilities: dict[str, dict[str, Any]] = {}
+        """What each built system declared (some depend on its config, e.g. mem0 with an LLM)."""
 
     # -- bookkeeping -----------------------------------------------------------------------
     def done_keys(self) -> set[tuple[str, str, str]]:
@@ -189,6 +191,7 @@ class Runner:
         if total == 0:
             return
         system = create_system(system_name, self._context(system_name))
+        self.capabilities[system_name] = dataclasses.asdict(system.capabilities)
         image_mode = str(ds.options.get("image_mode", "native"))
         try:
             images = (
