@@ -42,6 +42,7 @@ from recallbench.datasets.spec import (
     FileSpec,
     HaystackGroup,
     LoadedDataset,
+    benchmark_dataset,
     count_by_axis,
 )
 from recallbench.score.beam_rules import ABILITIES, parse_rubric
@@ -381,20 +382,18 @@ def load(
             f"{len(first_use)} of {len(records)} files {PINNED_ON_FIRST_USE} (no published "
             "SHA-256 yet; recorded in the data folder's lock file)."
         )
-    if local_path is not None:
-        notes.append(f"Local folder {local_path}: not the pinned release.")
-    return LoadedDataset(
-        name=spec.name,
-        variant=variant,
-        version=spec.version if local_path is None else "local",
-        haystack="conversation",
-        files=tuple(records),
-        groups=tuple(groups),
-        questions=tuple(questions),
+    return benchmark_dataset(
+        spec,
+        variant,
+        local_path,
         scoring="beam",
-        load_report=tuple(report),
-        card_notes=tuple(notes),
-        options={**dict(options), "default_k": DEFAULT_K},
+        files=records,
+        groups=groups,
+        questions=questions,
+        load_report=report,
+        card_notes=notes,
+        options=options,
+        default_k=DEFAULT_K,
     )
 
 

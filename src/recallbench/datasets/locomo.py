@@ -37,6 +37,7 @@ from recallbench.datasets.spec import (
     FileSpec,
     HaystackGroup,
     LoadedDataset,
+    benchmark_dataset,
 )
 from recallbench.score.locomo_rules import CATEGORY_NAMES, parse_evidence
 
@@ -263,20 +264,18 @@ def load(
         f"Load report: {len(report)} entries, {len(evidence)} of them evidence defects in "
         f"{len(asked)} questions (every one listed with its question id)."
     )
-    if local_path is not None:
-        notes.append(f"Local file {local_path}: not the pinned release.")
-    return LoadedDataset(
-        name=spec.name,
-        variant="",
-        version=spec.version if local_path is None else "local",
-        haystack="conversation",
-        files=(record,),
-        groups=tuple(groups),
-        questions=tuple(questions),
+    return benchmark_dataset(
+        spec,
+        "",
+        local_path,
         scoring="locomo",
-        load_report=tuple(report),
-        card_notes=tuple(notes),
-        options={**dict(options), "default_k": DEFAULT_K},
+        files=(record,),
+        groups=groups,
+        questions=questions,
+        load_report=report,
+        card_notes=notes,
+        options=options,
+        default_k=DEFAULT_K,
     )
 
 

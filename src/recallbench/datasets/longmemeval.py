@@ -33,6 +33,7 @@ from recallbench.datasets.spec import (
     FileSpec,
     HaystackGroup,
     LoadedDataset,
+    benchmark_dataset,
     count_by_axis,
 )
 from recallbench.score.longmemeval_rules import DEFAULT_KS, QUESTION_TYPES, is_abstention
@@ -245,20 +246,18 @@ def load(
             f"{record.name}: {PINNED_ON_FIRST_USE} (no published SHA-256 yet; the lock file "
             f"records {record.sha256[:16]}...)."
         )
-    if local_path is not None:
-        notes.append(f"Local file {local_path}: not the pinned release.")
-    return LoadedDataset(
-        name=spec.name,
-        variant=variant,
-        version=spec.version if local_path is None else "local",
-        haystack="question",
-        files=(record,),
-        groups=tuple(groups),
-        questions=tuple(questions),
+    return benchmark_dataset(
+        spec,
+        variant,
+        local_path,
         scoring="longmemeval",
-        load_report=tuple(report),
-        card_notes=tuple(notes),
-        options={**dict(options), "default_k": DEFAULT_KS},
+        files=(record,),
+        groups=groups,
+        questions=questions,
+        load_report=report,
+        card_notes=notes,
+        options=options,
+        default_k=DEFAULT_KS,
     )
 
 

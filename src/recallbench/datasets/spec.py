@@ -95,6 +95,40 @@ class LoadedDataset:
         return all(f.pinned for f in self.files)
 
 
+def benchmark_dataset(
+    spec: DatasetSpec,
+    variant: str,
+    local_path: Path | None,
+    *,
+    scoring: str,
+    files: Sequence[FileRecord],
+    groups: Sequence[HaystackGroup],
+    questions: Sequence[Question],
+    load_report: Sequence[str],
+    card_notes: Sequence[str],
+    options: Mapping[str, Any],
+    default_k: Sequence[int],
+) -> LoadedDataset:
+    """The common end of a benchmark loader. A user's local copy (``name@PATH``) is versioned
+    ``local`` and its card says it is not the pinned release."""
+    notes = list(card_notes)
+    if local_path is not None:
+        notes.append(f"Local copy {local_path}: not the pinned release.")
+    return LoadedDataset(
+        name=spec.name,
+        variant=variant,
+        version=spec.version if local_path is None else "local",
+        haystack=spec.haystack,
+        files=tuple(files),
+        groups=tuple(groups),
+        questions=tuple(questions),
+        scoring=scoring,
+        load_report=tuple(load_report),
+        card_notes=tuple(notes),
+        options={**dict(options), "default_k": tuple(default_k)},
+    )
+
+
 def count_by_axis(questions: Sequence[Question], order: Sequence[str]) -> dict[str, int]:
     """Questions per axis (type, category, ability), known axes first in ``order``, zeros kept."""
     counts = dict.fromkeys(order, 0)
