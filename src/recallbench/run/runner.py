@@ -31,8 +31,8 @@ from recallbench.run.calls import CallPool
 from recallbench.run.chunking import with_chunks
 from recallbench.run.environment import environment
 from recallbench.run.spec import RunSpec, make_run_id
-from recallbench.systems.base import MemorySystem, SystemContext, close_system
-from recallbench.systems.registry import available_systems, create_system
+from recallbench.systems.base import Capabilities, MemorySystem, SystemContext, close_system
+from recallbench.systems.registry import available_systems, create_system, resolve_target
 
 
 def now_rfc3339() -> str:
@@ -354,13 +354,13 @@ def system_records(names: Sequence[str]) -> list[dict[str, Any]]:
         entry = entries.get(name)
         record: dict[str, Any] = {"name": name, "source": entry.source if entry else None}
         try:
-            from recallbench.systems.registry import resolve_target
-
-            cls = resolve_target(entry.target) if entry else None
-            caps = getattr(cls, "capabilities", None)
-            record["capabilities"] = dataclasses.asdict(caps) if caps is not None else None
+            caps = getattr(resolve_target(entry.target), "capabilities", None) if entry else None
         except ImportError:
-            record["capabilities"] = None
+            caps = None
+        # a system that declares capabilities per instance gets them recorded once it is built
+        record["capabilities"] = (
+            dataclasses.asdict(caps) if isinstance(caps, Capabilities) else None
+        )
         out.append(record)
     return out
 
