@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from recallbench.cli import app
@@ -35,6 +36,12 @@ QUESTIONS = [
     {"id": "q1", "question": "Name?", "answer": "Ana", "evidence_turns": ["t1"]},
     {"id": "q2", "question": "Pet?", "answer": "cat", "evidence_turns": ["t3"]},
 ]
+
+
+def _run_native(folder: Path, out: Path, data_dir: Path) -> Result:
+    """``recallbench run`` on a folder in recallbench's own format."""
+    args = ["run", "-q", "--datasets", f"recallbench@{folder}", "--out", str(out)]
+    return CliRunner().invoke(app, [*args, "--data-dir", str(data_dir)])
 
 
 def _lines(records: list[dict[str, object]]) -> str:
@@ -100,19 +107,7 @@ def test_the_fixture_is_valid_without_a_defect(tmp_path: Path) -> None:
     (folder / "turns.jsonl").write_text(_lines(TURNS), encoding="utf-8")
     (folder / "questions.jsonl").write_text(_lines(QUESTIONS), encoding="utf-8")
     out = tmp_path / "results"
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "-q",
-            "--datasets",
-            f"recallbench@{folder}",
-            "--out",
-            str(out),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
-    )
+    result = _run_native(folder, out, tmp_path / "data")
     assert result.exit_code == 0, result.output
     assert len(list(out.iterdir())) == 1
 
@@ -121,19 +116,7 @@ def test_the_fixture_is_valid_without_a_defect(tmp_path: Path) -> None:
 def test_bad_dataset_stops_the_run(defect: str, tmp_path: Path) -> None:
     bad_file, line = _make(defect, tmp_path / "ds")
     out = tmp_path / "results"
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "-q",
-            "--datasets",
-            f"recallbench@{tmp_path / 'ds'}",
-            "--out",
-            str(out),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
-    )
+    result = _run_native(tmp_path / "ds", out, tmp_path / "data")
     assert result.exit_code != 0
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert f"{bad_file}:{line}:" in result.output, result.output
@@ -174,19 +157,7 @@ def test_message_keeps_brackets_in_paths(tmp_path: Path) -> None:
     folder = tmp_path / "x[draft]"
     bad_file, line = _make("duplicate_question_id", folder)
     out = tmp_path / "results"
-    result = CliRunner().invoke(
-        app,
-        [
-            "run",
-            "-q",
-            "--datasets",
-            f"recallbench@{folder}",
-            "--out",
-            str(out),
-            "--data-dir",
-            str(tmp_path / "data"),
-        ],
-    )
+    result = _run_native(folder, out, tmp_path / "data")
     assert result.exit_code != 0
     assert f"{bad_file}:{line}:" in result.output, result.output
     assert _no_run_folder(out)
