@@ -7,6 +7,7 @@ no term with the query (score 0) are not returned: an honest empty result rather
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 import bm25s
@@ -27,6 +28,14 @@ class BM25Index:
         self._retriever: Any = None
         self._dirty = False
         self._lock = threading.Lock()  # searches may run concurrently (--concurrency)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> BM25Index:
+        """Options ``stemmer`` (a PyStemmer language) and ``stopwords`` (bm25s's, or null)."""
+        return cls(
+            language=str(config.get("stemmer", "english")),
+            stopwords=config.get("stopwords", "en"),
+        )
 
     def __len__(self) -> int:
         return len(self._texts)
@@ -77,10 +86,7 @@ class BM25System:
 
     def __init__(self, context: SystemContext | None = None) -> None:
         config = (context or SystemContext()).config
-        self._index = BM25Index(
-            language=str(config.get("stemmer", "english")),
-            stopwords=config.get("stopwords", "en"),
-        )
+        self._index = BM25Index.from_config(config)
         self._chunks: list[Chunk] = []
 
     def add(self, session: Session) -> None:

@@ -60,10 +60,7 @@ class HybridSystem:
         self.depth = int(config.get("depth", DEFAULT_DEPTH))
         self.encoder = build_encoder(context)
         self._dense = index_from_config(self.encoder, context)
-        self._bm25 = BM25Index(
-            language=str(config.get("stemmer", "english")),
-            stopwords=config.get("stopwords", "en"),
-        )
+        self._bm25 = BM25Index.from_config(config)
         self._chunks: list[Chunk] = []
 
     @property
