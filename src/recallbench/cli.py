@@ -6,6 +6,7 @@ import dataclasses
 import json
 import sys
 import tomllib
+import traceback
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,19 +17,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn, Time
 from rich.progress import Progress as RichProgress
 from rich.table import Table as RichTable
 
-from recallbench.datasets.fetch import DataFileError, resolve_data_dir
-from recallbench.datasets.native import DatasetFormatError
-from recallbench.datasets.registry import DatasetRefError, dataset_specs, split_refs
-from recallbench.report.summary import Table, provenance_lines, tables
-from recallbench.run.chunking import CHUNKINGS
+from recallbench.chunking import CHUNKINGS
+from recallbench.datasets.fetch import resolve_data_dir
+from recallbench.errors import USER_ERROR_EXIT, UserError
+from recallbench.report.tables import Table
 from recallbench.run.runner import Progress
-from recallbench.run.spec import DEFAULT_K, RunSpec
-from recallbench.systems.registry import (
-    BASELINES,
-    SystemUnavailableError,
-    UnknownSystemError,
-    available_systems,
-)
+from recallbench.spec import DEFAULT_K, RunSpec
+from recallbench.systems.registry import BASELINES
 
 app = typer.Typer(
     help="recallbench: measure the long-term memory of LLM systems, reproducibly.",
@@ -40,18 +35,10 @@ app = typer.Typer(
 console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
-USER_ERRORS = (
-    DataFileError,
-    DatasetFormatError,
-    DatasetRefError,
-    UnknownSystemError,
-    SystemUnavailableError,
-    ValueError,
-    FileNotFoundError,
-)
+INTERNAL_ERROR_EXIT = 1
 
 
-def fail(message: str, code: int = 2) -> typer.Exit:
+def fail(message: str, code: int = USER_ERROR_EXIT) -> typer.Exit:
     # escape: a path or id such as "x[draft]" must reach the user as written, not as markup
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
@@ -93,11 +80,14 @@ def system_list(systems: str, no_baselines: bool) -> tuple[str, ...]:
 
 
 def print_table(t: Table) -> None:
-    rt = RichTable(title=t.title, caption=t.caption or None, title_justify="left")
+    # escape: titles and cells hold names such as "x[draft]", never markup
+    rt = RichTable(
+        title=escape(t.title), caption=escape(t.caption) or None, title_justify="left"
+    )
     for i, c in enumerate(t.columns):
-        rt.add_column(c, justify="left" if i == 0 else "right")
+        rt.add_column(escape(c), justify="left" if i == 0 else "right")
     for row in t.rows:
-        rt.add_row(*row)
+        rt.add_row(*(escape(c) for c in row))
     console.print(rt)
 
 
@@ -180,8 +170,8 @@ def run(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run memory systems (beside the baselines) on datasets and score retrieval."""
-    from recallbench.datasets.registry import load_dataset
-    from recallbench.run.orchestrate import check_systems, resume_run, start_run
+    from recallbench.benchmarks import load_dataset, split_refs
+    from recallbench.pipeline import check_systems, resume_run, start_run, tables
 
     data = resolve_data_dir(data_dir)
     bar = _Bar(enabled=not quiet)
@@ -203,11 +193,7 @@ def run(
             refs = tuple(split_refs(datasets))
             loaded = [load_dataset(ref, data, options) for ref in refs]
             if ks is None:  # the datasets' own depths (e.g. LongMemEval's 1,3,5,10,30,50)
-                ks = tuple(
-                    sorted(
-                        {int(x) for ds in loaded for x in ds.options.get("default_k", DEFAULT_K)}
-                    )
-                )
+                ks = tuple(sorted({int(x) for ds in loaded for x in ds.default_k}))
             spec = RunSpec(
                 systems=chosen,
                 datasets=refs,
@@ -221,13 +207,15 @@ def run(
             )
             with bar.progress:
                 scored = start_run(spec, data, out, bar.hooks(), cache_dir, datasets=loaded)
-    except USER_ERRORS as exc:
+    except UserError as exc:
         raise fail(str(exc)) from None
+    from recallbench.report.summary import provenance_lines
+
     for t in tables(scored):
         print_table(t)
     for line in provenance_lines(scored):
-        console.print(line, highlight=False)
-    console.print(f"results: {scored.run_dir}", highlight=False)
+        console.print(line, highlight=False, markup=False)
+    console.print(f"results: {scored.run_dir}", highlight=False, markup=False)
 
 
 @app.command()
@@ -259,18 +247,18 @@ def score(
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Re-score a run from disk without calling any system, or score a predictions file."""
-    from recallbench.score.score_run import RunFolderError, score_run
+    from recallbench.pipeline import score_run, tables
 
     data = resolve_data_dir(data_dir)
     if target.is_dir():
         try:
             scored = score_run(target, data)
-        except (RunFolderError, *USER_ERRORS) as exc:
+        except UserError as exc:
             raise fail(str(exc)) from None
         if not quiet:
             for t in tables(scored):
                 print_table(t)
-        console.print(f"scored: {target}", highlight=False)
+        console.print(f"scored: {target}", highlight=False, markup=False)
         return
     if not target.exists():
         raise fail(f"{target} does not exist")
@@ -291,80 +279,101 @@ def score_file(
     data: Path,
     quiet: bool,
 ) -> None:
-    from recallbench.datasets.registry import load_dataset
-    from recallbench.run import store
-    from recallbench.score.external import per_question_lines, score_predictions
+    from recallbench.benchmarks import get_benchmark, load_dataset
+    from recallbench.datasets.dataset import parse_dataset_ref
+    from recallbench.results import store
+    from recallbench.score.predictions import per_question_lines, score_predictions
 
     ref = f"{dataset}:{tier}" if tier else dataset
-    options: dict[str, Any] = {"mode": mode}
+    options: dict[str, Any] = {}
     if questions:
         options["questions"] = questions
     try:
-        ds = load_dataset(ref, data, options)
-        default_k = ds.options.get("default_k", DEFAULT_K)
-        result = score_predictions(target, ds, parse_ks(k) if k else tuple(default_k))
-    except USER_ERRORS as exc:
+        rules = get_benchmark(parse_dataset_ref(ref)[0]).rules
+        rules.check_mode(mode)
+        ds = load_dataset(ref, data, options, predictions=True)
+        ks = parse_ks(k) if k else ds.default_k
+        result = score_predictions(target, ds, ks, rules, mode)
+    except UserError as exc:
         raise fail(str(exc)) from None
     folder = results_dir or target.with_name(target.stem + ".scored")
     folder.mkdir(parents=True, exist_ok=True)
     store.write_jsonl(folder / store.VERDICTS, result.verdicts)
     store.write_jsonl(folder / store.METRICS, result.metrics)
     if out is not None:
-        store.write_jsonl(out, per_question_lines(result, ds))
+        store.write_jsonl(out, per_question_lines(result, ds, rules))
     if result.missing_ids:
         err.print(
             f"{len(result.missing_ids)} question(s) of {ds.key} have no line in "
             f"{target}: scored as misses",
             highlight=False,
+            markup=False,
         )
     if not quiet:
         from recallbench.report.summary import metric_table
 
         print_table(metric_table(result.metrics, ds.key))
-    console.print(f"verdicts and metrics: {folder}", highlight=False)
+    console.print(f"verdicts and metrics: {folder}", highlight=False, markup=False)
 
 
 @app.command("systems")
 def systems_cmd() -> None:
     """List registered systems, where they come from and whether they can run here."""
-    from recallbench.systems.registry import resolve_target
+    from recallbench.systems.registry import (
+        SYSTEMS,
+        available_systems,
+        capabilities_for,
+        resolve_target,
+    )
 
     t = RichTable(title="registered systems", title_justify="left")
     for c in ("name", "source", "available", "capabilities"):
         t.add_column(c)
     for name, entry in available_systems().items():
         try:
-            cls = resolve_target(entry.target)
-            caps = getattr(cls, "capabilities", None)
+            declared = capabilities_for(resolve_target(entry.target), {})
             avail = "yes"
+            caps = declared.capabilities
             cap = (
                 "-"
                 if caps is None
                 else ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(caps).items())
             )
+            if declared.depends_on_config:
+                cap += " (default config; depends on --config)"
         except ImportError:
             avail = f'no: pip install "recallbench[{entry.extra}]"' if entry.extra else "no"
             cap = "-"
-        t.add_row(name, entry.source, avail, cap)
+        except UserError as exc:  # capabilities the default config cannot declare
+            avail, cap = "yes", f"depends on --config ({exc})"
+        t.add_row(*(escape(x) for x in (name, entry.source, avail, cap)))
     console.print(t)
+    for e in SYSTEMS.shadowed:
+        err.print(
+            f"note: plugin {e.name!r} ({e.source}, {e.target}) is ignored: a built-in system "
+            "has that name",
+            highlight=False,
+            markup=False,
+        )
 
 
 @app.command("datasets")
 def datasets_cmd(data_dir: DataDirOpt = None) -> None:
     """List registered datasets, their variants and whether their files are here."""
+    from recallbench.benchmarks import dataset_specs
+
     data = resolve_data_dir(data_dir)
-    t = RichTable(title=f"registered datasets (data dir: {data})", title_justify="left")
+    t = RichTable(title=escape(f"registered datasets (data dir: {data})"), title_justify="left")
     for c in ("name", "version", "variants", "licence", "haystack", "local files"):
         t.add_column(c)
     for name, spec in dataset_specs().items():
-        files = {f.name for v in (spec.variants or ("",)) for f in spec.variant_files(v, {})}
+        files = {f.name for v in (spec.variants or ("",)) for f in spec.variant_files(v)}
         if name == "sample":
             here = f"{len(files)}/{len(files)} (bundled)"
         else:
             here = f"{sum((data / name / f).exists() for f in files)}/{len(files)}"
-        t.add_row(
-            name, spec.version, "|".join(spec.variants) or "-", spec.license, spec.haystack, here
-        )
+        cells = (name, spec.version, "|".join(spec.variants) or "-", spec.license, spec.haystack)
+        t.add_row(*(escape(c) for c in (*cells, here)))
     console.print(t)
 
 
@@ -375,7 +384,7 @@ def verify(
     data_dir: DataDirOpt = None,
 ) -> None:
     """Self-check: systems keep the protocol, the scorer is deterministic, data matches."""
-    from recallbench import selfcheck
+    from recallbench import verify as selfcheck
 
     if config is not None and system is None:
         raise fail("--config needs --system: it holds that system's options")
@@ -389,23 +398,46 @@ def verify(
         t.add_column(c)
     style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
     for c in checks:
-        t.add_row(c.area, c.subject, c.check, f"[{style[c.status]}]{c.status}[/]", c.detail)
+        t.add_row(
+            escape(c.area),
+            escape(c.subject),
+            escape(c.check),
+            f"[{style[c.status]}]{c.status}[/]",
+            escape(c.detail),
+        )
     console.print(t)
     failures = [c for c in checks if c.status == "fail"]
     counts = {s: sum(c.status == s for c in checks) for s in ("pass", "fail", "skip")}
     console.print(f"{counts['pass']} passed, {counts['fail']} failed, {counts['skip']} skipped")
     for c in failures:
-        err.print(f"FAIL {c.area} {c.subject}: {c.check}: {c.detail}", highlight=False)
+        err.print(
+            f"FAIL {c.area} {c.subject}: {c.check}: {c.detail}", highlight=False, markup=False
+        )
     if failures:
         raise typer.Exit(1)
 
 
 def main() -> None:
+    """The console entry point: a user error is one line and exit 2 (raised inside the
+    commands); anything else is a bug, shown with its traceback, exit 1."""
     try:
         app()
     except KeyboardInterrupt:
         err.print("interrupted")
         sys.exit(130)
+    except UserError as exc:  # one that escaped a command's own handler
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        sys.exit(USER_ERROR_EXIT)
+    except Exception as exc:
+        traceback.print_exc()
+        err.print(
+            f"internal error: {type(exc).__name__}: {exc}. This is a bug in recallbench or in a "
+            "plugin it ran, not a problem with your input: please report it with the traceback "
+            "above.",
+            highlight=False,
+            markup=False,
+        )
+        sys.exit(INTERNAL_ERROR_EXIT)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ systems :class:`Session` objects made of harness-chosen :class:`Chunk` ingest un
 :class:`Memory` lists; it writes :class:`Observation` records. The scorer turns observations into
 :class:`Verdict` records, and aggregation turns verdicts into :class:`MetricRow` records.
 
-Every record serialises to plain JSON with :func:`to_json_dict` and back with its ``from_dict``.
+Every record serialises to plain JSON with :func:`to_json_dict` and back with the module-level
+``*_from_dict`` function named after it.
 ``FORMAT_VERSION`` is bumped whenever a field changes meaning; readers accept older versions.
 """
 
@@ -19,6 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 FORMAT_VERSION = "1"
+"""Version of the results folder format; ``run.json`` records it and readers check it."""
+
+ALL = "all"
+"""The slice label of a figure over every question (and the group id of a single haystack)."""
 
 Outcome = Literal["usable", "unusable", "error"]
 """usable: memories came back; unusable: the search returned nothing; error: exception/timeout."""

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import recallbench.registry as generic_registry
 from recallbench.cli import app
 from recallbench.systems import registry
 
@@ -75,7 +76,9 @@ def _with_plugins(monkeypatch: pytest.MonkeyPatch, names: list[str]) -> None:
         "leaky-plugin": "recallbench_test_plugins:LeakyPluginSystem",
     }
     eps = [EntryPoint(n, targets[n], registry.ENTRY_POINT_GROUP) for n in names]
-    monkeypatch.setattr(registry, "entry_points", lambda group: eps)
+    monkeypatch.setattr(
+        generic_registry, "entry_points", lambda group: [e for e in eps if e.group == group]
+    )
 
 
 def test_verify_passes_and_names_a_broken_system(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from recallbench.datasets.dataset import FileSpec
 from recallbench.datasets.fetch import (
     LOCK_NAME,
     PINNED_ON_FIRST_USE,
@@ -19,7 +20,6 @@ from recallbench.datasets.fetch import (
     DataFileError,
     ensure_file,
 )
-from recallbench.datasets.spec import FileSpec
 
 CONTENT = b'[{"hello": "world"}]\n'
 SHA = hashlib.sha256(CONTENT).hexdigest()

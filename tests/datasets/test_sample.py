@@ -8,10 +8,10 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from recallbench.benchmarks import dataset_specs, load_dataset
 from recallbench.contracts import Turn, to_json_dict
 from recallbench.datasets import sample
 from recallbench.datasets.fetch import sha256_file
-from recallbench.datasets.registry import dataset_specs, load_dataset
 
 NEUTRAL_TURN_FIELDS = {"turn_id", "session_id", "speaker", "text", "date", "image"}
 KINDS = {"fact", "paraphrase", "temporal", "multi_session", "update", "abstain"}

@@ -7,22 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from recallbench.datasets.fetch import ChecksumMismatchError, DataFileError
-from recallbench.datasets.native import DatasetFormatError
-from recallbench.datasets.registry import dataset_specs, load_dataset
-from recallbench.datasets.spec import parse_dataset_ref
+import recallbench.benchmarks
+from recallbench.benchmarks import dataset_specs, load_dataset
+from recallbench.datasets.dataset import parse_dataset_ref
 from recallbench.datasets.stats import (
     DATA_PLACEHOLDER,
-    STATS_DIR,
     compute_stats,
     main,
     render,
 )
+from recallbench.errors import ChecksumMismatchError, DataFileError, DatasetFormatError
 
 FIXTURE = (
     Path(__file__).resolve().parents[1] / "fixtures" / "longmemeval" / "longmemeval_fixture.json"
 )
-STATS_FILES = sorted(STATS_DIR.glob("*.json"))
+BENCHMARKS_DIR = Path(recallbench.benchmarks.__file__).parent
+STATS_FILES = sorted(BENCHMARKS_DIR.glob("*/stats/*.json"))
 
 
 def test_stats_files_are_checked_in() -> None:
@@ -42,7 +42,7 @@ def test_stats_match_the_data(path: Path, shared_data: Path) -> None:
     name, variant, local = parse_dataset_ref(ref)
     if local is None:  # never download in a test: the pinned files must be here already
         spec = dataset_specs()[name]
-        files = spec.variant_files(variant or spec.default_variant, {})
+        files = spec.variant_files(variant or spec.default_variant)
         if not all((shared_data / name / f.name).is_file() for f in files):
             pytest.skip(f"{recorded['ref']}: data not in the shared copy")
     try:
@@ -55,7 +55,7 @@ def test_stats_match_the_data(path: Path, shared_data: Path) -> None:
 
 
 def test_locomo_stats_hold_the_known_facts() -> None:
-    stats = json.loads((STATS_DIR / "locomo.json").read_text(encoding="utf-8"))
+    stats = json.loads((BENCHMARKS_DIR / "locomo" / "stats" / "locomo.json").read_text("utf-8"))
     assert (stats["haystack_groups"], stats["sessions"], stats["turns"]) == (10, 272, 5882)
     assert stats["questions_by_slice"] == {
         "adversarial": 446,

@@ -10,13 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from recallbench.run import store
-from recallbench.run.orchestrate import resume_run, start_run
-from recallbench.run.spec import RunSpec
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-sys.path.insert(0, str(FIXTURES))
-import test_systems  # noqa: E402
+from recallbench import testing
+from recallbench.pipeline import resume_run, start_run
+from recallbench.results import store
+from recallbench.spec import RunSpec
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +21,7 @@ def _register(monkeypatch: pytest.MonkeyPatch) -> None:
     from recallbench.systems import registry
 
     monkeypatch.setattr(registry, "BUILTINS", dict(registry.BUILTINS))
-    test_systems.register()
+    testing.register()
 
 
 def _lines(path: Path) -> list[dict]:
@@ -129,13 +126,11 @@ def test_results_folder_is_self_describing(tmp_path: Path) -> None:
 
 
 KILL_SCRIPT = """
-import sys
-sys.path.insert(0, {fixtures!r})
-import test_systems
-test_systems.register()
+from recallbench import testing
+testing.register()
 from pathlib import Path
-from recallbench.run.orchestrate import start_run
-from recallbench.run.spec import RunSpec
+from recallbench.pipeline import start_run
+from recallbench.spec import RunSpec
 spec = RunSpec(systems=("slow-bm25", "random"), datasets=("sample",), k=(1, 5))
 start_run(spec, Path({data!r}), Path({out!r}))
 """
@@ -143,7 +138,7 @@ start_run(spec, Path({data!r}), Path({out!r}))
 
 def test_sigkill_then_resume_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
     out = tmp_path / "killed"
-    script = KILL_SCRIPT.format(fixtures=str(FIXTURES), data=str(tmp_path / "d"), out=str(out))
+    script = KILL_SCRIPT.format(data=str(tmp_path / "d"), out=str(out))
     env = dict(os.environ)
     proc = subprocess.Popen([sys.executable, "-c", script], env=env)
     deadline = time.monotonic() + 60

@@ -15,16 +15,19 @@ from recallbench.contracts import (
     canonical_json,
     to_json_dict,
 )
-from recallbench.datasets.spec import HaystackGroup, LoadedDataset
-from recallbench.report.aggregate import DENOM_WITH_FAILURES, aggregate
+from recallbench.datasets.dataset import HaystackGroup, LoadedDataset
+from recallbench.errors import DuplicateObservationError
+from recallbench.score.aggregate import DENOM_WITH_FAILURES, aggregate
 from recallbench.score.retrieval import METRICS, metric_key
-from recallbench.score.scorer import (
+from recallbench.score.rules import (
     RULE_EVIDENCE_UNKNOWN,
     RULE_NO_EVIDENCE,
     RULE_NO_SOURCE_TURNS,
-    DuplicateObservationError,
-    score_dataset,
+    RuleSet,
 )
+from recallbench.score.scorer import score_dataset
+
+RETRIEVAL = RuleSet()
 
 KS = (1, 5)
 RETRIEVAL_KEYS = [metric_key(m, k) for m in METRICS for k in KS]
@@ -90,7 +93,7 @@ def _mem(*turns: str) -> Memory:
 
 
 def _one(question: Question, obs: Observation):  # type: ignore[no-untyped-def]
-    verdicts, missing = score_dataset(_dataset([question]), [obs], KS, ["sys"])
+    verdicts, missing = score_dataset(_dataset([question]), [obs], KS, ["sys"], RETRIEVAL)
     assert missing == {}
     assert len(verdicts) == 1
     return verdicts[0]
@@ -169,16 +172,16 @@ def test_unknown_evidence_is_null_with_its_reason() -> None:
 def test_duplicate_observation_is_an_error() -> None:
     ds = _dataset([_q("q1")])
     with pytest.raises(DuplicateObservationError):
-        score_dataset(ds, [_obs("q1"), _obs("q1", (_mem("t1"),))], KS, ["sys"])
+        score_dataset(ds, [_obs("q1"), _obs("q1", (_mem("t1"),))], KS, ["sys"], RETRIEVAL)
     # the same question for two systems is not a duplicate
-    verdicts, _ = score_dataset(ds, [_obs("q1"), _obs("q1", system="other")], KS, ["sys", "other"])
+    verdicts, _ = score_dataset(ds, [_obs("q1"), _obs("q1", system="other")], KS, ["sys", "other"], RETRIEVAL)
     assert [v.system for v in verdicts] == ["sys", "other"]
 
 
 def test_missing_observation_is_counted_and_other_datasets_ignored() -> None:
     ds = _dataset([_q("q1"), _q("q2")])
     foreign = _obs("q2", (_mem("t1"),), dataset="elsewhere")
-    verdicts, missing = score_dataset(ds, [_obs("q1"), foreign], KS, ["sys"])
+    verdicts, missing = score_dataset(ds, [_obs("q1"), foreign], KS, ["sys"], RETRIEVAL)
     assert [v.question_id for v in verdicts] == ["q1"]
     assert missing == {"sys": 1}
 
@@ -205,7 +208,7 @@ def _mixed() -> tuple[LoadedDataset, list[Observation]]:
 
 def test_failures_stay_in_the_denominator_and_exclusions_are_counted() -> None:
     ds, obs = _mixed()
-    verdicts, _ = score_dataset(ds, obs, KS, ["a", "b"])
+    verdicts, _ = score_dataset(ds, obs, KS, ["a", "b"], RETRIEVAL)
     rows = aggregate(ds, verdicts, obs, [], ["a", "b"], RUN)
     row = next(
         r
@@ -242,14 +245,14 @@ def _dump(records: object) -> str:
 
 def test_scoring_is_deterministic_and_independent_of_observation_order() -> None:
     ds, obs = _mixed()
-    first, _ = score_dataset(ds, obs, KS, ["a", "b"])
-    again, _ = score_dataset(ds, list(obs), KS, ["a", "b"])
+    first, _ = score_dataset(ds, obs, KS, ["a", "b"], RETRIEVAL)
+    again, _ = score_dataset(ds, list(obs), KS, ["a", "b"], RETRIEVAL)
     assert _dump(first) == _dump(again)
     rng = random.Random(7)
     for _ in range(5):
         shuffled = list(obs)
         rng.shuffle(shuffled)
-        verdicts, _ = score_dataset(ds, shuffled, KS, ["a", "b"])
+        verdicts, _ = score_dataset(ds, shuffled, KS, ["a", "b"], RETRIEVAL)
         assert _dump(verdicts) == _dump(first)
         rows = aggregate(ds, verdicts, shuffled, [], ["a", "b"], RUN)
         assert _dump(rows) == _dump(aggregate(ds, first, obs, [], ["a", "b"], RUN))

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+import recallbench.registry as generic_registry
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.systems import registry
 from recallbench.systems.base import Capabilities, SystemContext
@@ -44,7 +45,7 @@ def use_entry_points(monkeypatch: pytest.MonkeyPatch, folder: Path, targets: dic
     def fake_entry_points(**params: Any) -> list[EntryPoint]:
         return [ep for ep in eps if ep.group == params.get("group", ep.group)]
 
-    monkeypatch.setattr(registry, "entry_points", fake_entry_points)
+    monkeypatch.setattr(generic_registry, "entry_points", fake_entry_points)
 
 
 # ------------------------------------------------------------------------------------------

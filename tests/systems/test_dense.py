@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,10 +11,11 @@ import pytest
 pytest.importorskip("sentence_transformers")  # the dense extra (tests below use a fake model)
 
 from recallbench.contracts import Chunk, Session, Turn  # noqa: E402
-from recallbench.systems import embeddings as emb  # noqa: E402
+from recallbench.systems import embeddings as emb
 from recallbench.systems.base import MemorySystem, SystemContext  # noqa: E402
 from recallbench.systems.dense import CARD_NOTE, DenseSystem, VectorIndex, exact_top  # noqa: E402
 from recallbench.systems.registry import create_system  # noqa: E402
+from recallbench.testing import FakeEncoderModel  # noqa: E402
 
 DIM = 64
 FACTS = [
@@ -46,25 +45,11 @@ def corpus() -> list[Session]:
     return out
 
 
-class CountingModel:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def get_embedding_dimension(self) -> int:
-        return DIM
-
-    def encode(self, texts: list[str], **_: object) -> np.ndarray:
-        self.calls += 1
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z0-9]+", text.lower()):
-                out[row, hashlib.sha256(word.encode()).digest()[0] % DIM] += 1.0
-        return out
-
+CountingModel = FakeEncoderModel
 
 @pytest.fixture
 def fake() -> Iterator[CountingModel]:
-    model = CountingModel()
+    model = CountingModel(DIM)
     emb.register_model("fake-dense", model, revision="r1")
     yield model
     emb.forget_model("fake-dense")
@@ -103,7 +88,7 @@ def test_every_memory_is_one_chunk(fake: CountingModel):
 def test_ingest_encodes_and_reset_forgets(fake: CountingModel):
     system = fake_system()
     ingest(system)
-    assert fake.calls == len(corpus())  # one batch per session, at ingest time
+    assert fake.call_count == len(corpus())  # one batch per session, at ingest time
     system.reset()
     assert system.search("dog", 5) == []
     ingest(system)
@@ -113,13 +98,13 @@ def test_ingest_encodes_and_reset_forgets(fake: CountingModel):
 def test_second_ingest_of_same_corpus_makes_zero_model_calls(fake: CountingModel, tmp_path: Path):
     first = fake_system(tmp_path)
     ingest(first)
-    calls_after_first = fake.calls
+    calls_after_first = fake.call_count
     assert calls_after_first == len(corpus())
 
     emb.close_shared_caches()
     second = fake_system(tmp_path)  # another run, same cache folder
     ingest(second)
-    assert fake.calls == calls_after_first
+    assert fake.call_count == calls_after_first
     assert second.cache_stats == {"hits": len(FACTS), "misses": 0, "encode_calls": 0}
     assert [m.id for m in second.search("sourdough bread", 3)] == [
         m.id for m in first.search("sourdough bread", 3)

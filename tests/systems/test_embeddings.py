@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 import subprocess
 import sys
 import textwrap
@@ -15,31 +13,16 @@ import pytest
 
 from recallbench.systems import embeddings as emb
 from recallbench.systems.base import SystemContext
+from recallbench.testing import FakeEncoderModel
 
 DIM = 64
 
 
-class CountingModel:
-    """Bag-of-words hashing 'model' that records every call it gets."""
-
-    def __init__(self) -> None:
-        self.calls: list[list[str]] = []
-
-    def get_embedding_dimension(self) -> int:
-        return DIM
-
-    def encode(self, texts: list[str], **_: object) -> np.ndarray:
-        self.calls.append(list(texts))
-        out = np.zeros((len(texts), DIM), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z0-9]+", text.lower()):
-                out[row, hashlib.sha256(word.encode()).digest()[0] % DIM] += 1.0
-        return out
-
+CountingModel = FakeEncoderModel
 
 @pytest.fixture
 def fake() -> Iterator[CountingModel]:
-    model = CountingModel()
+    model = CountingModel(DIM)
     emb.register_model("fake-emb", model, revision="r1")
     yield model
     emb.forget_model("fake-emb")
@@ -126,7 +109,7 @@ def test_known_prefixes():
 
 
 def test_e5_defaults_and_explicit_override(tmp_path: Path):
-    model = CountingModel()
+    model = CountingModel(DIM)
     emb.register_model("intfloat/multilingual-e5-small", model)
     try:
         enc = emb.build_encoder(SystemContext(config={"model": "intfloat/multilingual-e5-small"}))

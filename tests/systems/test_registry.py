@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import recallbench
+import recallbench.registry as generic_registry
 from recallbench.systems import registry
 from recallbench.systems.base import Capabilities, MemorySystem, SystemContext
 from recallbench.systems.conformance import CHECKS
@@ -42,7 +43,7 @@ def fake_entry_points(monkeypatch: pytest.MonkeyPatch, targets: dict[str, str]) 
     def entry_points(**params: Any) -> list[EntryPoint]:
         return [ep for ep in eps if ep.group == params.get("group", ep.group)]
 
-    monkeypatch.setattr(registry, "entry_points", entry_points)
+    monkeypatch.setattr(generic_registry, "entry_points", entry_points)
 
 
 def test_builtins_are_registered_first() -> None:

@@ -13,26 +13,12 @@ import shutil
 import urllib.request
 from pathlib import Path
 
-from recallbench.datasets.spec import FileRecord, FileSpec
+from recallbench.datasets.dataset import FileRecord, FileSpec
+from recallbench.errors import ChecksumMismatchError, DataFileError
 
 ENV_VAR = "RECALLBENCH_DATA"
 LOCK_NAME = "recallbench.lock.json"
 PINNED_ON_FIRST_USE = "pinned on first use"
-
-
-class DataFileError(RuntimeError):
-    """A data file that is missing, cannot be fetched, or fails its checksum."""
-
-
-class ChecksumMismatchError(DataFileError):
-    def __init__(self, path: Path, expected: str, actual: str) -> None:
-        super().__init__(
-            f"{path}: SHA-256 mismatch: expected {expected}, got {actual}. The file is damaged, "
-            "truncated or not the pinned release; delete it to download it again."
-        )
-        self.path = path
-        self.expected = expected
-        self.actual = actual
 
 
 def default_data_dir() -> Path:

@@ -1,4 +1,5 @@
-"""Statistics of a loaded dataset, as checked in under ``datasets/stats/`` for each dataset/split.
+"""Statistics of a loaded dataset, as checked in under
+``benchmarks/<name>/stats/`` for each dataset/split.
 
 A statistics file records how a dataset looked when it was loaded: sessions, turns, questions
 per type or category, mean turns per haystack, evidence coverage and every load-report defect.
@@ -17,9 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from recallbench.datasets.spec import LoadedDataset
+from recallbench.datasets.dataset import LoadedDataset
 
-STATS_DIR = Path(__file__).with_name("stats")
 DATA_PLACEHOLDER = "{data}"
 
 
@@ -66,17 +66,13 @@ def compute_stats(ds: LoadedDataset) -> dict[str, Any]:
     }
 
 
-def stats_path(name: str) -> Path:
-    return STATS_DIR / f"{name}.json"
-
-
 def render(stats: dict[str, Any], ref: str) -> str:
     return json.dumps({"ref": ref, **stats}, indent=1, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
+    from recallbench.benchmarks import load_dataset
     from recallbench.datasets.fetch import resolve_data_dir
-    from recallbench.datasets.registry import load_dataset
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("ref", help="dataset reference; {data} stands for the data directory")

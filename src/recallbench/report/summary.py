@@ -5,29 +5,15 @@ Every figure shown is a row of ``metrics.jsonl``; every table says its denominat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
-from recallbench.contracts import MetricRow
-from recallbench.report.aggregate import ALL
+from recallbench.contracts import ALL, MetricRow
+from recallbench.report.hooks import BenchmarkReport
+from recallbench.report.tables import Table, fmt
+from recallbench.results.scored import ScoredRun
 
-if TYPE_CHECKING:
-    from recallbench.score.score_run import ScoredRun
-
-RETRIEVAL_COLUMNS = ("evidence_hit", "evidence_recall", "all_evidence", "mrr", "ndcg")
-
-
-@dataclass(frozen=True)
-class Table:
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    caption: str = ""
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    return "null" if value is None else f"{value:.{digits}f}"
+Reports = Mapping[str, BenchmarkReport]
+"""The report hooks of each dataset of a run, by dataset key (handed in by the pipeline)."""
 
 
 def _index(rows: Sequence[MetricRow]) -> dict[tuple[str, str, str, str, int | None], MetricRow]:
@@ -35,10 +21,10 @@ def _index(rows: Sequence[MetricRow]) -> dict[tuple[str, str, str, str, int | No
 
 
 def system_table(scored: ScoredRun, dataset_key: str) -> Table:
-    spec_k = tuple(scored.manifest["spec"]["k"])
-    kmax = max(spec_k)
+    spec_k = scored.spec.k
+    kmax = scored.spec.k_max
     idx = _index(scored.metrics)
-    systems = scored.manifest["spec"]["systems"]
+    systems = scored.systems
     columns = ["system", "n"]
     columns += [f"hit@{k}" for k in spec_k]
     columns += [f"recall@{kmax}", f"all@{kmax}", f"MRR@{kmax}", f"nDCG@{kmax}"]
@@ -80,7 +66,7 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
 
 def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None) -> Table | None:
     idx = _index(scored.metrics)
-    systems = scored.manifest["spec"]["systems"]
+    systems = scored.systems
     slices = list(
         dict.fromkeys(
             r.slice
@@ -101,23 +87,23 @@ def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None)
     return Table(f"{dataset_key}: {label} by slice", ("slice", *systems), tuple(rows))
 
 
-def tables(scored: ScoredRun) -> list[Table]:
-    from recallbench.score.rulesets import get_ruleset
-
-    kmax = max(scored.manifest["spec"]["k"])
+def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
+    """Every table of a run: per dataset the generic ones then the benchmark's own, then the
+    tables each benchmark draws across its datasets."""
+    kmax = scored.spec.k_max
     out: list[Table] = []
     for ds in scored.datasets:
         out.append(system_table(scored, ds.key))
         by_slice = slice_table(scored, ds.key, "evidence_recall", kmax)
         if by_slice:
             out.append(by_slice)
-        extra = getattr(get_ruleset(ds.scoring), "summary_tables", None)
-        if callable(extra):
-            out.extend(extra(scored, ds))
-    for name in dict.fromkeys(ds.scoring for ds in scored.datasets):
-        cross = getattr(get_ruleset(name), "cross_dataset_tables", None)
-        if callable(cross):
-            out.extend(cross(scored))
+        out.extend(reports[ds.key].summary_tables(scored, ds))
+    by_report: dict[int, tuple[BenchmarkReport, list]] = {}
+    for ds in scored.datasets:
+        report = reports[ds.key]
+        by_report.setdefault(id(report), (report, []))[1].append(ds)
+    for report, datasets in by_report.values():
+        out.extend(report.cross_dataset_tables(scored, datasets))
     return out
 
 
@@ -137,50 +123,59 @@ def _markdown_table(t: Table) -> str:
 def provenance_lines(scored: ScoredRun) -> list[str]:
     """What every printed figure carries: run id and date, dataset versions and checksums."""
     m = scored.manifest
-    lines = [f"run {m['run_id']} ({m['started_at']})"]
+    lines = [f"run {m.run_id} ({m.started_at})"]
     lines += [
-        f"dataset {d['version_label']} sha256 {d['checksum']}"
-        f"{'' if d['pinned'] else ' (NOT the pinned release)'}"
-        for d in m["datasets"]
+        f"dataset {d.version_label} sha256 {d.checksum}"
+        f"{'' if d.pinned else ' (NOT the pinned release)'}"
+        for d in m.datasets
     ]
     return lines
 
 
-def render_summary(scored: ScoredRun) -> str:
+def answers_line(scored: ScoredRun) -> str:
+    """How the answers were made, counted from the observations' ``answer_generated``."""
+    if scored.answers_generated == 0:
+        return (
+            "- answers: none generated (no answer model): retrieval figures come from gold ids; "
+            "any answer-level string score shown reads the returned memories joined, a "
+            "development ruler, not a reported score"
+        )
+    return (
+        f"- answers: {scored.answers_generated} of {scored.observations} observations carry an "
+        "answer written by an answer model"
+    )
+
+
+def render_summary(scored: ScoredRun, reports: Reports) -> str:
     m = scored.manifest
-    spec = m["spec"]
+    spec = m.spec
+    git = m.environment.get("git") or {}
     lines = [
-        f"# recallbench run {m['run_id']}",
+        f"# recallbench run {m.run_id}",
         "",
-        f"- run date: {m['started_at']} (ended {m.get('ended_at') or 'not finished'})",
-        f"- recallbench {m['recallbench_version']}, format {m['format_version']}, "
-        f"git {(m['git'].get('commit') or 'unknown')[:12]}"
-        f"{' (dirty)' if m['git'].get('dirty') else ''}",
-        f"- systems: {', '.join(spec['systems'])}",
-        f"- k: {', '.join(str(k) for k in spec['k'])}; chunking: {spec['chunking']}; "
-        f"seed: {spec['seed']}; concurrency: {spec['concurrency']}; "
-        f"timeout: {spec['timeout_s']:g} s",
-        "- answers: none generated (no answer model): retrieval figures come from gold ids; any "
-        "answer-level string score shown reads the returned memories joined, a development "
-        "ruler, not a reported score",
+        f"- run date: {m.started_at} (ended {m.ended_at or 'not finished'})",
+        f"- recallbench {m.environment.get('recallbench_version')}, format {m.format_version}, "
+        f"git {(git.get('commit') or 'unknown')[:12]}"
+        f"{' (dirty)' if git.get('dirty') else ''}",
+        f"- systems: {', '.join(spec.systems)}",
+        f"- k: {', '.join(str(k) for k in spec.k)}; chunking: {spec.chunking}; "
+        f"seed: {spec.seed}; concurrency: {spec.concurrency}; "
+        f"timeout: {spec.timeout_s:g} s",
+        answers_line(scored),
         "",
     ]
-    for d in m["datasets"]:
-        pinned = "pinned release" if d["pinned"] else "NOT the pinned release"
+    for d in m.datasets:
+        pinned = "pinned release" if d.pinned else "NOT the pinned release"
         lines.append(
-            f"- dataset {d['version_label']}: {d['questions']} questions, "
-            f"{d['groups']} haystack group(s) ({d['haystack']}); sha256 "
-            f"{d['checksum']} ({pinned})"
+            f"- dataset {d.version_label}: {d.questions} questions, "
+            f"{d.groups} haystack group(s) ({d.haystack}); sha256 "
+            f"{d.checksum} ({pinned})"
         )
-        lines.extend(f"  - note: {n}" for n in d.get("card_notes", []))
-        if d.get("load_report"):
-            lines.append(f"  - load report: {len(d['load_report'])} defect(s), see run.json")
-    from recallbench.score.rulesets import get_ruleset
-
+        lines.extend(f"  - note: {n}" for n in d.card_notes)
+        if d.load_report:
+            lines.append(f"  - load report: {len(d.load_report)} defect(s), see run.json")
     for ds in scored.datasets:
-        notes = getattr(get_ruleset(ds.scoring), "summary_notes", None)
-        if callable(notes):
-            lines.extend(f"  - {ds.key}: {n}" for n in notes(ds))
+        lines.extend(f"  - {ds.key}: {n}" for n in reports[ds.key].summary_notes(ds))
     for key, miss in scored.missing.items():
         for system, n in miss.items():
             lines.append(
@@ -188,7 +183,7 @@ def render_summary(scored: ScoredRun) -> str:
                 "(resume the run to finish it)"
             )
     lines.append("")
-    for t in tables(scored):
+    for t in tables(scored, reports):
         lines.append(_markdown_table(t))
     lines.append("Every figure is a row of metrics.jsonl, recomputable from verdicts.jsonl.")
     return "\n".join(lines) + "\n"

@@ -8,35 +8,21 @@ and its reason; an empty result is ``unusable``. Both are misses for the scorer.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from recallbench.contracts import (
-    FORMAT_VERSION,
-    IngestRecord,
-    Memory,
-    Observation,
-    Question,
-    Session,
-    sha256_text,
-)
-from recallbench.datasets.spec import LoadedDataset
-from recallbench.run import store
+from recallbench.chunking import with_chunks
+from recallbench.contracts import IngestRecord, Memory, Observation, Question, Session, sha256_text
+from recallbench.datasets.dataset import LoadedDataset
+from recallbench.results import store
+from recallbench.results.manifest import now_rfc3339
 from recallbench.run.calls import CallPool
-from recallbench.run.chunking import with_chunks
-from recallbench.run.environment import environment
-from recallbench.run.spec import RunSpec, make_run_id
-from recallbench.systems.base import Capabilities, MemorySystem, SystemContext, close_system
-from recallbench.systems.registry import available_systems, create_system, resolve_target
-
-
-def now_rfc3339() -> str:
-    return datetime.now().astimezone().isoformat(timespec="seconds")
+from recallbench.spec import RunSpec
+from recallbench.systems.base import MemorySystem, SystemContext, close_system
+from recallbench.systems.registry import create_system
 
 
 @dataclass
@@ -70,15 +56,13 @@ def prepare_sessions(
 def image_paths(ds: LoadedDataset) -> dict[str, str]:
     """Local files for the image references on a dataset's turns (``native`` image mode).
 
-    A dataset whose turns carry images names a resolver in ``options["image_resolver"]``
-    (``"module:function"``, called with the dataset, returning ``{reference: path}``); it raises
-    a clear error naming any missing file. Called only when a system that accepts images runs.
+    A dataset whose turns carry images has an ``image_resolver`` (called with the dataset,
+    returning ``{reference: path}``); it raises a clear error naming any missing file. Called
+    only when a system that accepts images runs.
     """
-    target = ds.options.get("image_resolver")
-    if not target:
+    if ds.image_resolver is None:
         return {}
-    module, _, attr = str(target).partition(":")
-    return dict(getattr(importlib.import_module(module), attr)(ds))
+    return dict(ds.image_resolver(ds))
 
 
 def point_images(session: Session, paths: Mapping[str, str]) -> Session:
@@ -192,7 +176,7 @@ class Runner:
             return
         system = create_system(system_name, self._context(system_name))
         self.capabilities[system_name] = dataclasses.asdict(system.capabilities)
-        image_mode = str(ds.options.get("image_mode", "native"))
+        image_mode = ds.options.image_mode
         try:
             images = (
                 image_paths(ds)
@@ -286,27 +270,33 @@ class Runner:
             memories = _validate_memories(outcome.result)
         except TypeError as exc:
             return self._failed(ds, system_name, q, f"invalid result: {exc}")
-        chars = sum(len(m.text) for m in memories)
-        return Observation(
-            run_id=self.run_id,
-            dataset=ds.key,
-            dataset_version=ds.version_label,
-            group=q.group,
-            question_id=q.id,
-            system=system_name,
-            k=k,
-            attempt=1,
-            observed_at=now_rfc3339(),
+        return self._record(
+            ds,
+            system_name,
+            q,
             latency_ms=round(outcome.elapsed_ms, 4),
             memories=memories,
-            chars_returned=chars,
             outcome="usable" if memories else "unusable",
             outcome_reason=None if memories else "empty result",
-            query_sha256=sha256_text(q.text),
         )
 
     def _failed(
         self, ds: LoadedDataset, system_name: str, q: Question, reason: str | None
+    ) -> Observation:
+        return self._record(
+            ds, system_name, q, latency_ms=None, memories=(), outcome="error", outcome_reason=reason
+        )
+
+    def _record(
+        self,
+        ds: LoadedDataset,
+        system_name: str,
+        q: Question,
+        *,
+        latency_ms: float | None,
+        memories: tuple[Memory, ...],
+        outcome: Any,
+        outcome_reason: str | None,
     ) -> Observation:
         return Observation(
             run_id=self.run_id,
@@ -318,70 +308,10 @@ class Runner:
             k=self.spec.k_max,
             attempt=1,
             observed_at=now_rfc3339(),
-            latency_ms=None,
-            memories=(),
-            chars_returned=0,
-            outcome="error",
-            outcome_reason=reason,
+            latency_ms=latency_ms,
+            memories=memories,
+            chars_returned=sum(len(m.text) for m in memories),
+            outcome=outcome,
+            outcome_reason=outcome_reason,
             query_sha256=sha256_text(q.text),
         )
-
-
-def dataset_record(ds: LoadedDataset) -> dict[str, Any]:
-    return {
-        "key": ds.key,
-        "name": ds.name,
-        "variant": ds.variant,
-        "version": ds.version,
-        "version_label": ds.version_label,
-        "checksum": ds.checksum,
-        "pinned": ds.pinned,
-        "files": [dataclasses.asdict(f) for f in ds.files],
-        "haystack": ds.haystack,
-        "groups": len(ds.groups),
-        "questions": len(ds.questions),
-        "scoring": ds.scoring,
-        "options": dict(ds.options),
-        "load_report": list(ds.load_report),
-        "card_notes": list(ds.card_notes),
-    }
-
-
-def system_records(names: Sequence[str]) -> list[dict[str, Any]]:
-    entries = available_systems()
-    out = []
-    for name in names:
-        entry = entries.get(name)
-        record: dict[str, Any] = {"name": name, "source": entry.source if entry else None}
-        try:
-            caps = getattr(resolve_target(entry.target), "capabilities", None) if entry else None
-        except ImportError:
-            caps = None
-        # a system that declares capabilities per instance gets them recorded once it is built
-        record["capabilities"] = (
-            dataclasses.asdict(caps) if isinstance(caps, Capabilities) else None
-        )
-        out.append(record)
-    return out
-
-
-def new_run_manifest(
-    spec: RunSpec, datasets: Sequence[LoadedDataset]
-) -> tuple[str, dict[str, Any]]:
-    started = datetime.now(UTC)
-    run_id = make_run_id(spec, started)
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "run_id": run_id,
-        "spec": spec.to_dict(),
-        "spec_hash": spec.spec_hash,
-        "concurrency": spec.concurrency,
-        "datasets": [dataset_record(d) for d in datasets],
-        "systems": system_records(spec.systems),
-        "started_at": started.astimezone().isoformat(timespec="seconds"),
-        "ended_at": None,
-        "status": "running",
-        "resumed_at": [],
-        **environment(),
-    }
-    return run_id, manifest

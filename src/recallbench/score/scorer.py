@@ -9,40 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from recallbench.contracts import Observation, Question, Verdict
-from recallbench.datasets.spec import LoadedDataset
+from recallbench.contracts import ALL, Observation, Question, Verdict
+from recallbench.datasets.dataset import LoadedDataset
+from recallbench.errors import DuplicateObservationError
 from recallbench.score.retrieval import null_metrics, retrieval_metrics
-from recallbench.score.rulesets import get_ruleset
-
-RULE_NO_EVIDENCE = "no_evidence"
-RULE_EVIDENCE_UNKNOWN = "evidence_unknown"
-RULE_NO_SOURCE_TURNS = "no_source_turns"
-
-
-class DuplicateObservationError(ValueError):
-    pass
-
-
-def source_turns_missing(obs: Observation) -> str | None:
-    """Why retrieval cannot be checked for an observation (null, never 0), or None.
-
-    A failed search, or an answer with nothing retrieved, is a miss, not "cannot be checked".
-    """
-    if not obs.retrieval_reported:
-        return (
-            f"{RULE_NO_SOURCE_TURNS}: the record reports no retrieved turn ids, so retrieval "
-            "cannot be checked"
-        )
-    if (
-        obs.outcome == "usable"
-        and obs.memories
-        and all(m.source_turns is None for m in obs.memories)
-    ):
-        return (
-            f"{RULE_NO_SOURCE_TURNS}: the system returns no source turn ids, so retrieval "
-            "cannot be checked"
-        )
-    return None
+from recallbench.score.rules import (
+    RUN,
+    RuleSet,
+    ScoringContext,
+    evidence_null_reason,
+    source_turns_missing,
+)
 
 
 def ranked_source_turns(obs: Observation) -> list[tuple[str, ...]]:
@@ -56,14 +33,9 @@ def retrieval_for(
     question: Question, obs: Observation, ks: Sequence[int]
 ) -> tuple[dict[str, float | None], str | None]:
     """Retrieval metrics for one question, or nulls with a reason (``rule: explanation``)."""
-    if question.evidence_turns is None:
-        why = question.evidence_unknown_reason or "the dataset gives no evidence turns"
-        return dict(null_metrics(ks)), f"{RULE_EVIDENCE_UNKNOWN}: {why}"
-    if not question.evidence_turns:
-        return dict(null_metrics(ks)), (
-            f"{RULE_NO_EVIDENCE}: the question has no evidence by design (expect="
-            f"{question.expect}); excluded from retrieval metrics"
-        )
+    why = evidence_null_reason(question)
+    if why:
+        return dict(null_metrics(ks)), why
     missing = source_turns_missing(obs)
     if missing:
         return dict(null_metrics(ks)), missing
@@ -76,9 +48,11 @@ def score_dataset(
     observations: Iterable[Observation],
     ks: Sequence[int],
     systems: Sequence[str],
+    rules: RuleSet,
+    context: ScoringContext = RUN,
 ) -> tuple[list[Verdict], dict[str, int]]:
-    """Verdicts for one dataset, and the number of questions without an observation per system."""
-    ruleset = get_ruleset(dataset.scoring)
+    """Verdicts for one dataset under its benchmark's ``rules``, and the number of questions
+    without an observation per system."""
     by_key: dict[tuple[str, str], Observation] = {}
     for o in observations:
         if o.dataset != dataset.key:
@@ -99,7 +73,7 @@ def score_dataset(
                 continue
             metrics, reason = retrieval_for(q, obs, ks)
             reasons = {name: reason for name, v in metrics.items() if v is None and reason}
-            extra, extra_reasons = ruleset.question_metrics(q, obs, ks, dataset.options)
+            extra, extra_reasons = rules.question_metrics(q, obs, ks, context)
             metrics.update(extra)
             reasons.update(extra_reasons)
             verdicts.append(
@@ -109,7 +83,7 @@ def score_dataset(
                     dataset_version=dataset.version_label,
                     system=system,
                     question_id=q.id,
-                    slice=q.axis or "all",
+                    slice=q.axis or ALL,
                     outcome=obs.outcome,
                     outcome_reason=obs.outcome_reason,
                     n_returned=len(obs.memories),

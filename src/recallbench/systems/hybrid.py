@@ -15,6 +15,7 @@ Config keys: those of ``dense`` (model, prefixes, cache, ANN) and of ``bm25`` (`
 from __future__ import annotations
 
 from recallbench.contracts import Chunk, Memory, Session
+from recallbench.errors import SystemConfigError
 from recallbench.systems.base import Capabilities, SystemContext
 from recallbench.systems.bm25 import BM25Index
 from recallbench.systems.dense import CARD_NOTE, chunk_memory, index_from_config
@@ -56,7 +57,7 @@ class HybridSystem:
         config = context.config
         self.rrf_k = float(config.get("rrf_k", DEFAULT_RRF_K))
         if self.rrf_k < 0:
-            raise ValueError(f"rrf_k must be >= 0, got {self.rrf_k}")
+            raise SystemConfigError(f"rrf_k must be >= 0, got {self.rrf_k}")
         self.depth = int(config.get("depth", DEFAULT_DEPTH))
         self.encoder = build_encoder(context)
         self._dense = index_from_config(self.encoder, context)

@@ -53,6 +53,7 @@ from unittest import mock
 import numpy as np
 
 from recallbench.contracts import Memory, Session
+from recallbench.errors import SystemConfigError
 from recallbench.systems.base import Capabilities, SystemContext
 from recallbench.systems.embeddings import Encoder, build_encoder, require_sentence_transformers
 
@@ -158,22 +159,31 @@ def _role(speaker: str) -> str:
 class Mem0System:
     name = "mem0"
 
+    @classmethod
+    def declare_capabilities(cls, config: Mapping[str, Any]) -> Capabilities:
+        """Raw storage by default; with ``infer`` (an LLM), extracted facts without source turns."""
+        llm = config.get("llm")
+        infer = bool(config.get("infer", llm is not None))
+        if infer and not llm:
+            raise SystemConfigError(
+                "mem0 with infer=true needs config['llm'] (base_url, model, api_key)"
+            )
+        return Capabilities(
+            returns_source_turns=not infer,
+            accepts_images=False,
+            summarizes=infer,
+            llm_inside=str(llm["model"]) if infer and llm else None,
+            in_process=True,
+        )
+
     def __init__(self, context: SystemContext | None = None) -> None:
         context = context or SystemContext()
         config: Mapping[str, Any] = context.config
         self.encoder = build_encoder(context)
         llm = config.get("llm")
-        self.infer = bool(config.get("infer", llm is not None))
-        if self.infer and not llm:
-            raise ValueError("mem0 with infer=true needs config['llm'] (base_url, model, api_key)")
+        self.capabilities = self.declare_capabilities(config)
+        self.infer = self.capabilities.summarizes
         self.threshold = float(config.get("threshold", DEFAULT_THRESHOLD))
-        self.capabilities = Capabilities(
-            returns_source_turns=not self.infer,
-            accepts_images=False,
-            summarizes=self.infer,
-            llm_inside=str(llm["model"]) if self.infer and llm else None,
-            in_process=True,
-        )
         self._own_dir = context.work_dir is None
         root = (
             Path(tempfile.mkdtemp(prefix="recallbench-mem0-"))

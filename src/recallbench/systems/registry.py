@@ -1,89 +1,100 @@
 """The system registry: built-ins plus anything installed under the ``recallbench.systems``
-entry-point group. An entry point names a class or factory called with a ``SystemContext``."""
+entry-point group. An entry point names a class or factory called with a ``SystemContext``.
+
+Capabilities are read one way, :func:`capabilities_for`: a system declares them as a class
+attribute ``capabilities``, or, when they depend on its options (Mem0 with an LLM extracts facts
+and returns no source turns), as a classmethod ``declare_capabilities(config)``.
+"""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
-from recallbench.systems.base import MemorySystem, SystemContext
+from recallbench.errors import SystemUnavailableError, UnknownSystemError
+from recallbench.registry import Entry, Registry, resolve_target
+from recallbench.systems.base import Capabilities, MemorySystem, SystemContext
 
 ENTRY_POINT_GROUP = "recallbench.systems"
 BASELINES: tuple[str, ...] = ("random", "bm25", "naive")
+SystemEntry = Entry
 
-
-@dataclass(frozen=True, slots=True)
-class SystemEntry:
-    name: str
-    target: str
-    source: str  # "builtin" or the distribution that provides the plugin
-    extra: str | None = None  # the pip extra a built-in needs, if any
-
-
-BUILTINS: dict[str, SystemEntry] = {
+BUILTINS: dict[str, Entry] = {
     e.name: e
     for e in (
-        SystemEntry("random", "recallbench.systems.random_baseline:RandomSystem", "builtin"),
-        SystemEntry("bm25", "recallbench.systems.bm25:BM25System", "builtin"),
-        SystemEntry("naive", "recallbench.systems.naive:NaiveSystem", "builtin"),
-        SystemEntry("dense", "recallbench.systems.dense:DenseSystem", "builtin", "dense"),
-        SystemEntry("hybrid", "recallbench.systems.hybrid:HybridSystem", "builtin", "dense"),
-        SystemEntry("mem0", "recallbench.systems.mem0_system:Mem0System", "builtin", "mem0"),
-        SystemEntry(
-            "chroma", "recallbench.systems.chroma_system:ChromaSystem", "builtin", "chroma"
-        ),
+        Entry("random", "recallbench.systems.random_baseline:RandomSystem"),
+        Entry("bm25", "recallbench.systems.bm25:BM25System"),
+        Entry("naive", "recallbench.systems.naive:NaiveSystem"),
+        Entry("dense", "recallbench.systems.dense:DenseSystem", extra="dense"),
+        Entry("hybrid", "recallbench.systems.hybrid:HybridSystem", extra="dense"),
+        Entry("mem0", "recallbench.systems.mem0_system:Mem0System", extra="mem0"),
+        Entry("chroma", "recallbench.systems.chroma_system:ChromaSystem", extra="chroma"),
     )
 }
+SYSTEMS: Registry[Any] = Registry("system", lambda: BUILTINS, ENTRY_POINT_GROUP)
+
+__all__ = [
+    "BASELINES",
+    "BUILTINS",
+    "SYSTEMS",
+    "DeclaredCapabilities",
+    "SystemEntry",
+    "SystemUnavailableError",
+    "UnknownSystemError",
+    "available_systems",
+    "capabilities_for",
+    "create_system",
+    "resolve_target",
+    "system_factory",
+]
 
 
-class UnknownSystemError(LookupError):
-    pass
-
-
-class SystemUnavailableError(RuntimeError):
-    """A registered system whose optional dependencies are not installed."""
-
-    def __init__(self, name: str, extra: str | None, cause: BaseException) -> None:
-        hint = f' (install it with: pip install "recallbench[{extra}]")' if extra else ""
-        super().__init__(f"system {name!r} is not available: {cause}{hint}")
-        self.name = name
-        self.extra = extra
-
-
-def available_systems() -> dict[str, SystemEntry]:
+def available_systems() -> dict[str, Entry]:
     """Every registered system by name; built-ins first, then plugins sorted by name."""
-    found = dict(BUILTINS)
-    plugins: dict[str, SystemEntry] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in found:
-            continue
-        dist = getattr(ep, "dist", None)
-        source = f"plugin:{dist.name}" if dist is not None else "plugin"
-        plugins[ep.name] = SystemEntry(ep.name, ep.value, source)
-    return found | dict(sorted(plugins.items()))
+    return SYSTEMS.entries()
 
 
-def resolve_target(target: str) -> Any:
-    module_name, _, attr = target.partition(":")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split(".") if attr else ():
-        obj = getattr(obj, part)
-    return obj
-
-
-def create_system(name: str, context: SystemContext | None = None) -> MemorySystem:
-    """Build a registered system; raises UnknownSystemError or SystemUnavailableError."""
+def system_factory(name: str) -> Any:
+    """The class or factory of a registered system; raises UnknownSystemError or
+    SystemUnavailableError (naming the pip extra) when it cannot be imported."""
     entries = available_systems()
     if name not in entries:
         known = ", ".join(entries)
         raise UnknownSystemError(f"unknown system {name!r}; registered systems: {known}")
     entry = entries[name]
     try:
-        factory = resolve_target(entry.target)
+        return resolve_target(entry.target)
     except ImportError as exc:
         raise SystemUnavailableError(name, entry.extra, exc) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredCapabilities:
+    capabilities: Capabilities | None
+    """None when the system declares none before it is built."""
+    depends_on_config: bool
+
+
+def capabilities_for(
+    target: Any, config: Mapping[str, Any] | None = None
+) -> DeclaredCapabilities:
+    """What a system class (or a built instance) declares for ``config``: the one way to read it.
+
+    ``declare_capabilities(config)`` wins (capabilities that depend on options); otherwise the
+    ``capabilities`` attribute. A plugin that declares neither gets ``None``.
+    """
+    declare = getattr(target, "declare_capabilities", None)
+    if callable(declare):
+        caps = declare(dict(config or {}))
+        return DeclaredCapabilities(caps if isinstance(caps, Capabilities) else None, True)
+    caps = getattr(target, "capabilities", None)
+    return DeclaredCapabilities(caps if isinstance(caps, Capabilities) else None, False)
+
+
+def create_system(name: str, context: SystemContext | None = None) -> MemorySystem:
+    """Build a registered system; raises UnknownSystemError or SystemUnavailableError."""
+    factory = system_factory(name)
     system = factory(context or SystemContext())
     if not getattr(system, "name", None):
         system.name = name

@@ -1,0 +1,52 @@
+"""The BEAM rule set: rubric and event-ordering scores, null with a reason until a judge exists.
+
+Per question (stable names):
+
+* ``rubric``: the mean of the LLM judge's 0 / 0.5 / 1 grades over the question's rubric items
+  (:func:`recallbench.benchmarks.beam.metrics.grade_rubric`);
+* ``event_ordering`` (event-ordering questions only): Kendall tau-b between the answer's event
+  order and the gold order, normalised to (tau + 1) / 2
+  (:func:`recallbench.benchmarks.beam.metrics.event_ordering_score`); mapping answer events
+  onto gold events is an LLM call too.
+
+Both need an LLM judge, which recallbench does not have yet: they are null with the reason
+(``no_answer`` when no answer was generated, else ``no_judge``). BEAM publishes no retrieval
+metric; the generic retrieval metrics over ``source_chat_ids`` are reported beside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from recallbench.benchmarks.beam.metrics import EVENT_ORDERING
+from recallbench.contracts import Observation, Question
+from recallbench.score.rules import RULE_NO_ANSWER, RULE_NO_JUDGE, RUN, RuleSet, ScoringContext
+
+RUBRIC = "rubric"
+EVENT_ORDER = "event_ordering"
+NO_ANSWER_REASON = f"{RULE_NO_ANSWER}: no answer generated; BEAM grades answers, not memories"
+NO_JUDGE_REASON = (
+    f"{RULE_NO_JUDGE}: BEAM's rubric and event-ordering scores need an LLM judge, and none is "
+    "configured yet"
+)
+
+
+class BeamRules(RuleSet):
+    """BEAM's lines for ``recallbench score FILE --out`` are the default: every metric."""
+
+    name = "beam"
+
+    def question_metrics(
+        self,
+        question: Question,
+        observation: Observation,
+        ks: Sequence[int],
+        context: ScoringContext = RUN,
+    ) -> tuple[dict[str, float | None], dict[str, str]]:
+        reason = NO_JUDGE_REASON if observation.answer_generated else NO_ANSWER_REASON
+        metrics: dict[str, float | None] = {RUBRIC: None}
+        reasons = {RUBRIC: reason}
+        if question.axis == EVENT_ORDERING:
+            metrics[EVENT_ORDER] = None
+            reasons[EVENT_ORDER] = reason
+        return metrics, reasons

@@ -1,0 +1,241 @@
+"""Start, resume and re-score runs: load and verify datasets first (so bad input never leaves a
+partial results folder), write ``run.json``, execute the systems, then score from disk.
+
+The pipeline is where a dataset meets its benchmark: it looks each benchmark up once and hands
+its rule set to the scorer and its report hooks to the report. Scoring calls no system, and
+running it twice on the same observations gives byte-identical ``verdicts.jsonl`` and
+``metrics.jsonl``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from recallbench.benchmarks import benchmark_of, load_dataset
+from recallbench.contracts import IngestRecord, MetricRow, Observation, Verdict, ingest_from_dict
+from recallbench.datasets.dataset import LoadedDataset
+from recallbench.errors import RunFolderError
+from recallbench.report.hooks import BenchmarkReport
+from recallbench.report.summary import render_summary
+from recallbench.report.summary import tables as report_tables
+from recallbench.report.tables import Table
+from recallbench.results import store
+from recallbench.results.manifest import (
+    DatasetRecord,
+    RunManifest,
+    SystemRecord,
+    now_rfc3339,
+    read_manifest,
+    write_manifest,
+)
+from recallbench.results.scored import ScoredRun
+from recallbench.run.runner import Progress, Runner, image_paths
+from recallbench.score.aggregate import aggregate
+from recallbench.score.scorer import score_dataset
+from recallbench.spec import RunSpec
+from recallbench.systems.registry import available_systems, capabilities_for, system_factory
+
+CACHE_ENV = "RECALLBENCH_CACHE"
+
+__all__ = [
+    "RunFolderError",
+    "ScoredRun",
+    "check_systems",
+    "load_run_datasets",
+    "read_logs",
+    "read_manifest",
+    "reports_of",
+    "resume_run",
+    "score_run",
+    "start_run",
+    "tables",
+]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "recallbench" / "cache"
+
+
+def check_systems(names: Sequence[str]) -> None:
+    """Fail before any work if a system is unknown or its extra is not installed."""
+    for name in names:
+        system_factory(name)
+
+
+def load_datasets(spec: RunSpec, data_dir: Path) -> list[LoadedDataset]:
+    return [load_dataset(ref, data_dir, spec.dataset_options) for ref in spec.datasets]
+
+
+def _declared(spec: RunSpec) -> dict[str, Any]:
+    """Each system's capabilities for the run's config (None when only an instance says)."""
+    out = {}
+    for name in spec.systems:
+        config = spec.system_configs.get(name, {})
+        out[name] = capabilities_for(system_factory(name), config).capabilities
+    return out
+
+
+def check_images(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> None:
+    """Before any folder exists: image files must be present if a system will be handed them."""
+    if any(caps is not None and caps.accepts_images for caps in _declared(spec).values()):
+        for ds in datasets:
+            if ds.options.image_mode == "native":
+                image_paths(ds)  # raises naming the missing file
+
+
+def system_records(spec: RunSpec) -> list[SystemRecord]:
+    entries = available_systems()
+    declared = _declared(spec)
+    return [
+        SystemRecord(
+            name=name,
+            source=entries[name].source if name in entries else None,
+            capabilities=None if declared[name] is None else dataclasses.asdict(declared[name]),
+        )
+        for name in spec.systems
+    ]
+
+
+def new_manifest(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> RunManifest:
+    records = [DatasetRecord.of(ds, benchmark_of(ds).rules.name) for ds in datasets]
+    return RunManifest.new(spec, records, system_records(spec))
+
+
+def _finish(run_dir: Path, manifest: RunManifest, runner: Runner) -> None:
+    for record in manifest.systems:  # the capabilities each built system declared
+        if record.name in runner.capabilities:
+            record.capabilities = runner.capabilities[record.name]
+    shutil.rmtree(run_dir / "work", ignore_errors=True)  # systems' private state, not a record
+    manifest.ended_at = now_rfc3339()
+    manifest.status = "complete"
+    write_manifest(run_dir, manifest)
+
+
+def start_run(
+    spec: RunSpec,
+    data_dir: Path,
+    out_dir: Path,
+    progress: Progress | None = None,
+    cache_dir: Path | None = None,
+    datasets: Sequence[LoadedDataset] | None = None,
+    extra_manifest: Mapping[str, Any] | None = None,
+) -> ScoredRun:
+    check_systems(spec.systems)
+    loaded = list(datasets) if datasets is not None else load_datasets(spec, data_dir)
+    check_images(spec, loaded)
+    manifest = new_manifest(spec, loaded)
+    manifest.extra.update(extra_manifest or {})
+    run_dir = out_dir / manifest.run_id
+    run_dir.mkdir(parents=True, exist_ok=False)
+    write_manifest(run_dir, manifest)
+    cache = cache_dir or default_cache_dir()
+    runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
+    runner.execute()
+    _finish(run_dir, manifest, runner)
+    return score_run(run_dir, data_dir, loaded)
+
+
+def resume_run(
+    run_dir: Path, data_dir: Path, progress: Progress | None = None, cache_dir: Path | None = None
+) -> ScoredRun:
+    """Continue an interrupted run under the same run id: nothing lost, nothing duplicated."""
+    manifest = read_manifest(run_dir)
+    spec = manifest.spec
+    check_systems(spec.systems)
+    loaded = load_run_datasets(manifest, data_dir)
+    manifest.resumed_at.append(now_rfc3339())
+    manifest.status = "running"
+    write_manifest(run_dir, manifest)
+    cache = cache_dir or default_cache_dir()
+    runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
+    runner.execute()
+    _finish(run_dir, manifest, runner)
+    return score_run(run_dir, data_dir, loaded)
+
+
+# ----------------------------------------------------------------------------- scoring
+
+
+def load_run_datasets(manifest: RunManifest, data_dir: Path) -> list[LoadedDataset]:
+    """Reload the datasets of a run and check they are the same bytes the run used."""
+    spec = manifest.spec
+    out = []
+    for ref, recorded in zip(spec.datasets, manifest.datasets, strict=True):
+        ds = load_dataset(ref, data_dir, spec.dataset_options)
+        if ds.checksum != recorded.checksum:
+            raise RunFolderError(
+                f"dataset {ds.key}: files changed since the run (checksum {recorded.checksum} "
+                f"in run.json, {ds.checksum} now)"
+            )
+        out.append(ds)
+    return out
+
+
+def read_logs(run_dir: Path) -> tuple[list[Observation], list[IngestRecord]]:
+    obs = store.read_observations(run_dir)
+    ing = [ingest_from_dict(d) for d in store.read_jsonl_tolerant(run_dir / store.INGEST)]
+    return obs, ing
+
+
+def reports_of(datasets: Sequence[LoadedDataset]) -> dict[str, BenchmarkReport]:
+    """Each dataset's report hooks, by dataset key."""
+    return {ds.key: benchmark_of(ds).report for ds in datasets}
+
+
+def tables(scored: ScoredRun) -> list[Table]:
+    """Every table of a scored run, as the console and ``summary.md`` show them."""
+    return report_tables(scored, reports_of(scored.datasets))
+
+
+def score_run(
+    run_dir: Path, data_dir: Path, datasets: Sequence[LoadedDataset] | None = None
+) -> ScoredRun:
+    """Re-score a results folder from its logs: verdicts, metrics, exports and summary."""
+    manifest = read_manifest(run_dir)
+    spec = manifest.spec
+    loaded = list(datasets) if datasets is not None else load_run_datasets(manifest, data_dir)
+    observations, ingests = read_logs(run_dir)
+    verdicts: list[Verdict] = []
+    metrics: list[MetricRow] = []
+    missing: dict[str, dict[str, int]] = {}
+    for ds in loaded:
+        bench = benchmark_of(ds)
+        v, miss = score_dataset(ds, observations, spec.k, spec.systems, bench.rules)
+        verdicts.extend(v)
+        metrics.extend(
+            aggregate(
+                ds,
+                v,
+                observations,
+                ingests,
+                spec.systems,
+                manifest.run_id,
+                bench.rules.weighted_metrics,
+            )
+        )
+        if miss:
+            missing[ds.key] = miss
+        bench.report.write_exports(run_dir, ds, observations, v)
+    store.write_jsonl(run_dir / store.VERDICTS, verdicts)
+    store.write_jsonl(run_dir / store.METRICS, metrics)
+    scored = ScoredRun(
+        run_dir,
+        manifest,
+        tuple(loaded),
+        tuple(verdicts),
+        tuple(metrics),
+        missing,
+        observations=len(observations),
+        answers_generated=sum(1 for o in observations if o.answer_generated),
+    )
+    store.write_text(run_dir / store.SUMMARY, render_summary(scored, reports_of(loaded)))
+    return scored

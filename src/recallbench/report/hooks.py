@@ -1,0 +1,39 @@
+"""The report extension point: what a benchmark adds to the console, ``summary.md`` and the
+results folder. Subclass :class:`BenchmarkReport`; every hook has a typed default."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from recallbench.contracts import Observation, Verdict
+from recallbench.datasets.dataset import LoadedDataset
+from recallbench.report.tables import Table
+from recallbench.results.scored import ScoredRun
+
+
+class BenchmarkReport:
+    """No tables, notes or exports beyond the generic ones."""
+
+    def summary_tables(self, scored: ScoredRun, dataset: LoadedDataset) -> list[Table]:
+        """Tables for one dataset (per axis, per category, ...), after the generic ones."""
+        return []
+
+    def cross_dataset_tables(
+        self, scored: ScoredRun, datasets: Sequence[LoadedDataset]
+    ) -> list[Table]:
+        """Tables spanning this benchmark's datasets of the run (a tier view, say)."""
+        return []
+
+    def summary_notes(self, dataset: LoadedDataset) -> list[str]:
+        """Lines for the summary header about how this benchmark's figures are made."""
+        return []
+
+    def write_exports(
+        self,
+        run_dir: Path,
+        dataset: LoadedDataset,
+        observations: Sequence[Observation],
+        verdicts: Sequence[Verdict],
+    ) -> None:
+        """Interop files written after scoring (a benchmark's own run-record format)."""

@@ -1,0 +1,213 @@
+"""``run.json``: the typed manifest of a run, written at start and completed at the end.
+
+:class:`RunManifest` is read back with :meth:`RunManifest.from_dict`, which checks
+``format_version``: an older version is upgraded in place by the functions in ``UPGRADES`` (one
+per version bump), a newer one is refused with a message naming both versions. The JSON written
+is the same, key for key, as the dict recallbench wrote before the type existed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from recallbench.contracts import FORMAT_VERSION
+from recallbench.datasets.dataset import LoadedDataset
+from recallbench.errors import ManifestVersionError, RunFolderError
+from recallbench.results import store
+from recallbench.results.environment import environment
+from recallbench.spec import RunSpec, make_run_id
+
+UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+"""``{version: function}``: turns a manifest of ``version`` into one of the next version."""
+
+
+def now_rfc3339() -> str:
+    """The local time now, RFC 3339 with its UTC offset, to the second."""
+    return datetime.now(UTC).astimezone().isoformat(timespec="seconds")
+
+
+@dataclass(slots=True)
+class DatasetRecord:
+    """What ``run.json`` says of one dataset of the run."""
+
+    key: str
+    name: str
+    variant: str
+    version: str
+    version_label: str
+    checksum: str
+    pinned: bool
+    files: list[dict[str, Any]]
+    haystack: str
+    groups: int
+    questions: int
+    scoring: str
+    options: dict[str, Any]
+    load_report: list[str]
+    card_notes: list[str]
+
+    @classmethod
+    def of(cls, ds: LoadedDataset, scoring: str) -> DatasetRecord:
+        return cls(
+            key=ds.key,
+            name=ds.name,
+            variant=ds.variant,
+            version=ds.version,
+            version_label=ds.version_label,
+            checksum=ds.checksum,
+            pinned=ds.pinned,
+            files=[dataclasses.asdict(f) for f in ds.files],
+            haystack=ds.haystack,
+            groups=len(ds.groups),
+            questions=len(ds.questions),
+            scoring=scoring,
+            options=ds.options_record(),
+            load_report=list(ds.load_report),
+            card_notes=list(ds.card_notes),
+        )
+
+
+@dataclass(slots=True)
+class SystemRecord:
+    name: str
+    source: str | None
+    capabilities: dict[str, Any] | None
+    """As declared for the run's config; completed from the built instance when only it says."""
+
+
+@dataclass(slots=True)
+class RunManifest:
+    run_id: str
+    spec: RunSpec
+    spec_hash: str
+    concurrency: int
+    datasets: list[DatasetRecord]
+    systems: list[SystemRecord]
+    started_at: str
+    ended_at: str | None = None
+    status: str = "running"
+    resumed_at: list[str] = field(default_factory=list)
+    environment: dict[str, Any] = field(default_factory=dict)
+    """``recallbench_version``, ``packages``, ``git``, ``machine`` (written at the top level)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Keys this version does not model, kept as read so that nothing is lost on rewrite."""
+    format_version: str = FORMAT_VERSION
+
+    @classmethod
+    def new(
+        cls,
+        spec: RunSpec,
+        datasets: Sequence[DatasetRecord],
+        systems: Sequence[SystemRecord],
+    ) -> RunManifest:
+        started = datetime.now(UTC)
+        return cls(
+            run_id=make_run_id(spec, started),
+            spec=spec,
+            spec_hash=spec.spec_hash,
+            concurrency=spec.concurrency,
+            datasets=list(datasets),
+            systems=list(systems),
+            started_at=started.astimezone().isoformat(timespec="seconds"),
+            environment=environment(),
+        )
+
+    def dataset(self, key: str) -> DatasetRecord | None:
+        return next((d for d in self.datasets if d.key == key), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format_version": self.format_version,
+            "run_id": self.run_id,
+            "spec": self.spec.to_dict(),
+            "spec_hash": self.spec_hash,
+            "concurrency": self.concurrency,
+            "datasets": [dataclasses.asdict(d) for d in self.datasets],
+            "systems": [dataclasses.asdict(s) for s in self.systems],
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "status": self.status,
+            "resumed_at": list(self.resumed_at),
+            **self.environment,
+            **self.extra,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], where: Path | str = "run.json") -> RunManifest:
+        d = upgrade(dict(raw), where)
+        known = {f.name for f in dataclasses.fields(cls)} - {"environment", "extra"}
+        env_keys = ("recallbench_version", "packages", "git", "machine")
+        try:
+            return cls(
+                run_id=str(d["run_id"]),
+                spec=RunSpec.from_dict(d["spec"]),
+                spec_hash=str(d["spec_hash"]),
+                concurrency=int(d["concurrency"]),
+                datasets=[DatasetRecord(**x) for x in d["datasets"]],
+                systems=[SystemRecord(**x) for x in d["systems"]],
+                started_at=str(d["started_at"]),
+                ended_at=d.get("ended_at"),
+                status=str(d.get("status", "running")),
+                resumed_at=list(d.get("resumed_at") or []),
+                environment={k: d[k] for k in env_keys if k in d},
+                extra={k: v for k, v in d.items() if k not in known and k not in env_keys},
+                format_version=str(d["format_version"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunFolderError(f"{where}: not a recallbench run manifest ({exc!r})") from None
+
+
+def _version_number(value: Any, where: Path | str) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        raise ManifestVersionError(
+            f"{where}: format_version {value!r} is not a version this recallbench knows "
+            f"(it reads {FORMAT_VERSION} and older)"
+        ) from None
+
+
+def upgrade(d: dict[str, Any], where: Path | str = "run.json") -> dict[str, Any]:
+    """A manifest dict brought to ``FORMAT_VERSION``; refuses one written by a newer format."""
+    if "format_version" not in d:
+        raise RunFolderError(f"{where}: no format_version: not a recallbench run manifest")
+    current = _version_number(FORMAT_VERSION, where)
+    version = _version_number(d["format_version"], where)
+    if version > current:
+        raise ManifestVersionError(
+            f"{where}: results format_version {d['format_version']} is newer than this "
+            f"recallbench reads (format_version {FORMAT_VERSION}); upgrade recallbench to read it"
+        )
+    while version < current:
+        step = UPGRADES.get(str(version))
+        if step is None:
+            raise ManifestVersionError(
+                f"{where}: no upgrade from format_version {version} to {FORMAT_VERSION}"
+            )
+        d = step(d)
+        version += 1
+        d["format_version"] = str(version)
+    return d
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    path = run_dir / store.RUN_JSON
+    if not path.exists():
+        raise RunFolderError(f"{run_dir} is not a recallbench results folder (no run.json)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RunFolderError(f"{path}: not valid JSON ({exc.msg})") from None
+    if not isinstance(raw, dict):
+        raise RunFolderError(f"{path}: expected a JSON object")
+    return RunManifest.from_dict(raw, path)
+
+
+def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
+    store.write_json(run_dir / store.RUN_JSON, manifest.to_dict())

@@ -1,0 +1,272 @@
+"""Verdicts (and, for timings, observations) -> long-format metric rows with denominators.
+
+Every row is recomputable from ``verdicts.jsonl`` (and ``observations.jsonl`` / ``ingest.jsonl``
+for timing rows): a mean over the per-question values that are not null; nulls are excluded,
+counted in ``n_excluded`` and named by their rule. Confidence intervals are a seeded percentile
+bootstrap (1,000 resamples, 95%), so the same verdicts always give the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from recallbench.contracts import ALL, IngestRecord, MetricRow, Observation, Verdict, sha256_text
+from recallbench.datasets.dataset import LoadedDataset
+from recallbench.score.metrics import MetricKey
+
+BOOTSTRAP_RESAMPLES = 1000
+DENOM_WITH_FAILURES = "questions_scored (failed searches count as misses)"
+DENOM_ALL = "questions_asked"
+DENOM_USABLE = "usable_searches (failed searches excluded)"
+
+
+def bootstrap_ci(values: Sequence[float], label: str) -> tuple[float | None, float | None]:
+    if len(values) < 2:
+        return None, None
+    seed = int(sha256_text(label)[:8], 16)
+    rng = np.random.default_rng(seed)
+    arr = np.asarray(values, dtype=float)
+    idx = rng.integers(0, len(arr), size=(BOOTSTRAP_RESAMPLES, len(arr)))
+    means = arr[idx].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return round(float(lo), 6), round(float(hi), 6)
+
+
+def _rule_summary(reasons: Iterable[str]) -> str | None:
+    counts: dict[str, int] = {}
+    for r in reasons:
+        rule = r.split(":", 1)[0]
+        counts[rule] = counts.get(rule, 0) + 1
+    return "; ".join(f"{rule} ({n})" for rule, n in sorted(counts.items())) or None
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    run_id: str
+    dataset: str
+    dataset_version: str
+    dataset_sha256: str
+    system: str
+
+
+def _row(
+    base: _Base,
+    slice_: str,
+    metric: str,
+    k: int | None,
+    value: float | None,
+    denominator_name: str,
+    denominator: int,
+    n_excluded: int = 0,
+    exclusion_rule: str | None = None,
+    null_reason: str | None = None,
+    ci: tuple[float | None, float | None] = (None, None),
+) -> MetricRow:
+    return MetricRow(
+        run_id=base.run_id,
+        dataset=base.dataset,
+        dataset_version=base.dataset_version,
+        dataset_sha256=base.dataset_sha256,
+        system=base.system,
+        slice=slice_,
+        metric=metric,
+        k=k,
+        value=None if value is None else round(value, 6),
+        denominator_name=denominator_name,
+        denominator=denominator,
+        n_excluded=n_excluded,
+        exclusion_rule=exclusion_rule,
+        null_reason=null_reason,
+        ci_low=ci[0],
+        ci_high=ci[1],
+    )
+
+
+def _mean_rows(
+    base: _Base,
+    slice_: str,
+    verdicts: Sequence[Verdict],
+    weights: dict[str, float],
+    weighted: set[str],
+) -> list[MetricRow]:
+    rows: list[MetricRow] = []
+    keys = sorted({k for v in verdicts for k in v.metrics})
+    for key in keys:
+        parsed = MetricKey.parse(key)
+        metric, k = parsed.metric, parsed.k
+        present = [v for v in verdicts if key in v.metrics]
+        scored = [v for v in present if v.metrics[key] is not None]
+        nulls = [v.null_reasons.get(key, "unspecified") for v in present if v.metrics[key] is None]
+        rule = _rule_summary(nulls)
+        if not scored:
+            rows.append(
+                _row(
+                    base,
+                    slice_,
+                    metric,
+                    k,
+                    None,
+                    DENOM_WITH_FAILURES,
+                    0,
+                    len(nulls),
+                    rule,
+                    null_reason=nulls[0] if nulls else "no question applies",
+                )
+            )
+            continue
+        values = [float(v.metrics[key]) for v in scored]  # type: ignore[arg-type]
+        label = f"{base.dataset}|{base.system}|{slice_}|{key}"
+        rows.append(
+            _row(
+                base,
+                slice_,
+                metric,
+                k,
+                sum(values) / len(values),
+                DENOM_WITH_FAILURES,
+                len(values),
+                len(nulls),
+                rule,
+                ci=bootstrap_ci(values, label),
+            )
+        )
+        if metric in weighted:
+            w = [weights.get(v.question_id, 1.0) for v in scored]
+            total = sum(w)
+            value = sum(wi * x for wi, x in zip(w, values, strict=True)) / total if total else None
+            rows.append(
+                _row(
+                    base,
+                    slice_,
+                    f"{metric}:weighted",
+                    k,
+                    value,
+                    "questions_scored (weighted by question weight)",
+                    len(values),
+                    len(nulls),
+                    rule,
+                )
+            )
+    n = len(verdicts)
+    chars = [v.chars_returned for v in verdicts]
+    rows.append(
+        _row(base, slice_, "chars_returned_mean", None, sum(chars) / n if n else None, DENOM_ALL, n)
+    )
+    rows.append(
+        _row(
+            base,
+            slice_,
+            "memories_returned_mean",
+            None,
+            sum(v.n_returned for v in verdicts) / n if n else None,
+            DENOM_ALL,
+            n,
+        )
+    )
+    for outcome in ("error", "unusable"):
+        count = sum(1 for v in verdicts if v.outcome == outcome)
+        rows.append(
+            _row(base, slice_, f"{outcome}_rate", None, count / n if n else None, DENOM_ALL, n)
+        )
+    return rows
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def _timing_rows(
+    base: _Base, observations: Sequence[Observation], ingests: Sequence[IngestRecord]
+) -> list[MetricRow]:
+    rows: list[MetricRow] = []
+    lat = [o.latency_ms for o in observations if o.outcome == "usable" and o.latency_ms is not None]
+    failed = sum(1 for o in observations if o.outcome != "usable")
+    excl = f"failed_search ({failed})" if failed else None
+    for name, q in (("latency_ms_p50", 50.0), ("latency_ms_p95", 95.0)):
+        if lat:
+            rows.append(
+                _row(
+                    base, ALL, name, None, _percentile(lat, q), DENOM_USABLE, len(lat), failed, excl
+                )
+            )
+        else:
+            rows.append(
+                _row(
+                    base,
+                    ALL,
+                    name,
+                    None,
+                    None,
+                    DENOM_USABLE,
+                    0,
+                    failed,
+                    excl,
+                    null_reason="no usable search to time",
+                )
+            )
+    ok = [i for i in ingests if i.outcome == "usable" and i.ingest_ms is not None]
+    bad = len(ingests) - len(ok)
+    rows.append(
+        _row(
+            base,
+            ALL,
+            "ingest_ms_total",
+            None,
+            sum(i.ingest_ms for i in ok) if ok else None,  # type: ignore[misc]
+            "haystack_groups_ingested",
+            len(ok),
+            bad,
+            f"failed_ingest ({bad})" if bad else None,
+            null_reason=None if ok else "no successful ingest",
+        )
+    )
+    turns = sum(i.turns for i in ok)
+    total_ms = sum(i.ingest_ms for i in ok)  # type: ignore[misc]
+    rows.append(
+        _row(
+            base,
+            ALL,
+            "ingest_turns_per_s",
+            None,
+            turns / (total_ms / 1000.0) if ok and total_ms > 0 else None,
+            "haystack_groups_ingested",
+            len(ok),
+            bad,
+            null_reason=None if ok and total_ms > 0 else "no successful ingest",
+        )
+    )
+    return rows
+
+
+def aggregate(
+    dataset: LoadedDataset,
+    verdicts: Sequence[Verdict],
+    observations: Sequence[Observation],
+    ingests: Sequence[IngestRecord],
+    systems: Sequence[str],
+    run_id: str,
+    weighted_metrics: Sequence[str] = (),
+) -> list[MetricRow]:
+    """Metric rows of one dataset, per system: every slice's means (with ``<metric>:weighted``
+    rows for ``weighted_metrics``, the rule set's), counts, rates and timing rows."""
+    weights = {q.id: q.weight for q in dataset.questions}
+    weighted = set(weighted_metrics)
+    slice_order = list(dict.fromkeys(q.axis or ALL for q in dataset.questions))
+    rows: list[MetricRow] = []
+    for system in systems:
+        base = _Base(run_id, dataset.key, dataset.version_label, dataset.checksum, system)
+        mine = [v for v in verdicts if v.system == system and v.dataset == dataset.key]
+        rows.extend(_mean_rows(base, ALL, mine, weights, weighted))
+        for slice_ in slice_order:
+            if slice_ == ALL:
+                continue
+            part = [v for v in mine if v.slice == slice_]
+            if part:
+                rows.extend(_mean_rows(base, slice_, part, weights, weighted))
+        obs = [o for o in observations if o.system == system and o.dataset == dataset.key]
+        ing = [i for i in ingests if i.system == system and i.dataset == dataset.key]
+        rows.extend(_timing_rows(base, obs, ing))
+    return rows

@@ -1,0 +1,152 @@
+"""``recallbench`` on Glasshouse v0.1 end to end (skipped when the shared folder is absent).
+
+A run on the core tier prints the per-axis tables and writes the Glasshouse run-record exports;
+re-scoring an export with ``recallbench score FILE`` gives the run's own values; the "says
+nothing" control earns no free ride; refusals reach the user as clear errors.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from recallbench.cli import app
+from recallbench.results import store
+
+NAME = "glasshouse-v0.1"
+FILES = {
+    "core": "questions_core.jsonl",
+    "small": "questions_small.jsonl",
+    "medium": "questions_medium.jsonl",
+    "full": "questions_full.jsonl",
+    "xling": "questions_xling.jsonl",
+    "probes": "glasshouse_v0.1_probes.jsonl",
+}
+EXPORT_FIELDS = [
+    "id", "answer", "answer_generated", "retrieved_turns", "memories_returned",
+    "chars_returned", "latency_ms", "network_ms",
+]  # fmt: skip
+
+
+@pytest.fixture
+def data(shared_data: Path) -> Path:
+    if not (shared_data / NAME / "glasshouse_v0.1_core.jsonl").exists():
+        pytest.skip("Glasshouse v0.1 files not in the shared data folder")
+    return shared_data
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+def _run_core(data: Path, out: Path) -> tuple[Path, str]:
+    result = _invoke(
+        "run", "-q", "--systems", "bm25,random", "--no-baselines",
+        "--datasets", "glasshouse-v0.1:core", "--k", "1,10",
+        "--data-dir", str(data), "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return next(out.iterdir()), result.output
+
+
+def test_core_run_tables_exports_and_round_trip(data: Path, tmp_path: Path) -> None:
+    run_dir, output = _run_core(data, tmp_path / "results")
+    # per-axis tables with weighted and plain figures, evidence and characters per question
+    for text in ("Glasshouse dry score by axis", "dry plain", "dry weighted", "chars/q",
+                 "evidence came back", "development ruler", "STALE traps"):  # fmt: skip
+        assert text in output
+    summary = (run_dir / store.SUMMARY).read_text()
+    assert "image mode native" in summary and "Glasshouse dry score by axis" in summary
+    verdicts = _lines(run_dir / store.VERDICTS)
+    for system in ("bm25", "random"):
+        export = run_dir / "exports" / "glasshouse" / system / "core-core.jsonl"
+        records = _lines(export)
+        assert len(records) == 633
+        assert all(list(r) == EXPORT_FIELDS for r in records)
+        assert all(r["answer_generated"] is False for r in records)
+        assert all(isinstance(t, int) for r in records for t in r["retrieved_turns"])
+        # the export re-scored by `recallbench score FILE` gives the run's values
+        out = tmp_path / f"{system}.scores.jsonl"
+        result = _invoke(
+            "score", str(export), "--dataset", NAME, "--tier", "core", "--questions", "core",
+            "--mode", "dry", "--out", str(out), "--data-dir", str(data), "-q",
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        mine = {v["question_id"]: v["metrics"] for v in verdicts if v["system"] == system}
+        lines = _lines(out)
+        assert len(lines) == 633
+        for line in lines:
+            assert set(line) == {"id", "axis", "weight", "value", "evidence_returned"}
+            m = mine[line["id"]]
+            assert line["value"] == m["gh_dry"]
+            ev = m["gh_evidence"]
+            assert line["evidence_returned"] == (None if ev is None else bool(ev))
+    # re-scoring the run folder is byte-identical, exports included
+    before = {p: p.read_bytes() for p in (run_dir / "exports").rglob("*.jsonl")}
+    before[run_dir / store.METRICS] = (run_dir / store.METRICS).read_bytes()
+    result = _invoke("score", str(run_dir), "-q", "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    assert all(p.read_bytes() == b for p, b in before.items())
+
+
+@pytest.mark.parametrize(
+    ("tier", "questions"),
+    [("core", "core"), ("small", "small"), ("medium", "medium"), ("full", "full"),
+     ("small", "xling"), ("small", "probes")],
+)  # fmt: skip
+def test_says_nothing_control(data: Path, tmp_path: Path, tier: str, questions: str) -> None:
+    """Answering "I don't know" to everything: no free ride (Glasshouse: above 20% is broken)."""
+    ids = [r["id"] for r in _lines(data / NAME / FILES[questions])]
+    run = tmp_path / "idk.jsonl"
+    run.write_text("".join(json.dumps({"id": i, "answer": "I don't know."}) + "\n" for i in ids))
+    out = tmp_path / "scores.jsonl"
+    result = _invoke(
+        "score", str(run), "--dataset", NAME, "--tier", tier, "--questions", questions,
+        "--mode", "dry", "--out", str(out), "--data-dir", str(data), "-q",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = _lines(out)
+    assert len(lines) == len(ids)
+    graded = [x for x in lines if x["value"] is not None]
+    assert len(graded) == len(ids)  # answered by a reader: every question graded
+    plain = sum(x["value"] for x in graded) / len(graded)
+    weighted = sum(x["weight"] * x["value"] for x in graded) / sum(x["weight"] for x in graded)
+    assert all(x["evidence_returned"] is None for x in lines)  # nothing reported
+    if questions == "probes":
+        # every probe is a false memory whose right answer is "that was never said"
+        assert plain == weighted == 1.0
+    else:
+        assert plain < 0.20 and weighted < 0.20, (plain, weighted)
+
+
+def test_refusals_are_clear_errors(data: Path, tmp_path: Path) -> None:
+    base = ["run", "-q", "--systems", "bm25", "--no-baselines", "--data-dir", str(data),
+            "--out", str(tmp_path)]  # fmt: skip
+    result = _invoke(*base, "--datasets", "glasshouse-v0.1:core", "--questions", "xling")
+    assert result.exit_code == 2 and "foreign-language sessions" in result.output
+    result = _invoke(*base, "--datasets", "glasshouse-v0.1:small", "--questions", "medium")
+    assert result.exit_code == 2 and "turn_id restarts in every tier" in result.output
+    result = _invoke(*base, "--datasets", "glasshouse-v0.1:small", "--image-mode", "caption")
+    assert result.exit_code == 2 and "caption model" in result.output
+    assert not any(tmp_path.iterdir())  # refused before any results folder
+
+
+@pytest.mark.slow
+def test_tier_view_over_core_and_small(data: Path, tmp_path: Path) -> None:
+    result = _invoke(
+        "run", "-q", "--systems", "bm25", "--no-baselines", "--k", "10",
+        "--datasets", "glasshouse-v0.1:core,glasshouse-v0.1:small",
+        "--data-dir", str(data), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "tier view: the 633 questions common to core, small" in result.output
+    run_dir = next(tmp_path.iterdir())
+    assert (run_dir / "exports" / "glasshouse" / "bm25" / "small-small.jsonl").exists()
