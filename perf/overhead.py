@@ -47,9 +47,7 @@ def synthetic(n: int) -> LoadedDataset:
         version="0",
         haystack="global",
         files=(FileRecord("none", "0" * 64, pinned=False),),
-        groups=(
-            HaystackGroup("all", (Session("s1", None, turns),), ids),
-        ),
+        groups=(HaystackGroup("all", (Session("s1", None, turns),), ids),),
         questions=questions,
     )
 

@@ -26,8 +26,9 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-                    ) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Keep every test's shared cache out of the user's home."""
     if "RECALLBENCH_CACHE" not in os.environ:
         monkeypatch.setenv("RECALLBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))

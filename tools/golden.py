@@ -38,8 +38,17 @@ SPECS: dict[str, list[str]] = {
     "gh-core": ["--datasets", "glasshouse-v0.1:core", "--systems", "dense"],
     "gh-small": ["--datasets", "glasshouse-v0.1:small"],
     "gh-medium": ["--datasets", "glasshouse-v0.1:medium", "--chunking", "turn", "--k", "1,10"],
-    "gh-ref": ["--systems", "bm25", "--no-baselines", "--datasets", "glasshouse-v0.1:medium",
-               "--chunking", "turn", "--k", "10"],  # fmt: skip
+    "gh-ref": [
+        "--systems",
+        "bm25",
+        "--no-baselines",
+        "--datasets",
+        "glasshouse-v0.1:medium",
+        "--chunking",
+        "turn",
+        "--k",
+        "10",
+    ],  # fmt: skip
     "gh-xling": ["--datasets", "glasshouse-v0.1:small", "--questions", "xling"],
     "gh-probes": ["--datasets", "glasshouse-v0.1:small", "--questions", "probes"],
     "locomo": ["--datasets", "locomo"],
@@ -77,14 +86,24 @@ def _predictions(golden: Path) -> None:
         if o["system"] == "bm25":
             ids = [t for m in o["memories"] for t in (m["source_turns"] or [])]
             answer = "I don't know" if len(ids) % 3 == 0 else "Caroline"
-            lines.append(json.dumps({"id": o["question_id"], "answer": answer, "retrieved_turns": ids}))
+            lines.append(
+                json.dumps({"id": o["question_id"], "answer": answer, "retrieved_turns": ids})
+            )
     (pred / "locomo.jsonl").write_text("\n".join(lines) + "\n")
 
 
 def _score_file(pred: Path, name: str, out: Path) -> None:
     subprocess.run(
-        _cli("score", str(pred / f"{name}.jsonl"), *PREDICTIONS[name], "--results-dir", str(out),
-             "--out", str(out / "lines.jsonl"), "-q"),  # fmt: skip
+        _cli(
+            "score",
+            str(pred / f"{name}.jsonl"),
+            *PREDICTIONS[name],
+            "--results-dir",
+            str(out),
+            "--out",
+            str(out / "lines.jsonl"),
+            "-q",
+        ),  # fmt: skip
         check=True,
     )
 

@@ -81,9 +81,7 @@ def system_list(systems: str, no_baselines: bool) -> tuple[str, ...]:
 
 def print_table(t: Table) -> None:
     # escape: titles and cells hold names such as "x[draft]", never markup
-    rt = RichTable(
-        title=escape(t.title), caption=escape(t.caption) or None, title_justify="left"
-    )
+    rt = RichTable(title=escape(t.title), caption=escape(t.caption) or None, title_justify="left")
     for i, c in enumerate(t.columns):
         rt.add_column(escape(c), justify="left" if i == 0 else "right")
     for row in t.rows:

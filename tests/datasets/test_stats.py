@@ -9,13 +9,9 @@ import pytest
 
 import recallbench.benchmarks
 from recallbench.benchmarks import dataset_specs, load_dataset
+from recallbench.benchmarks.stats import main
 from recallbench.datasets.dataset import parse_dataset_ref
-from recallbench.datasets.stats import (
-    DATA_PLACEHOLDER,
-    compute_stats,
-    main,
-    render,
-)
+from recallbench.datasets.stats import DATA_PLACEHOLDER, compute_stats, render
 from recallbench.errors import ChecksumMismatchError, DataFileError, DatasetFormatError
 
 FIXTURE = (

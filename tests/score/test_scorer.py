@@ -174,7 +174,8 @@ def test_duplicate_observation_is_an_error() -> None:
     with pytest.raises(DuplicateObservationError):
         score_dataset(ds, [_obs("q1"), _obs("q1", (_mem("t1"),))], KS, ["sys"], RETRIEVAL)
     # the same question for two systems is not a duplicate
-    verdicts, _ = score_dataset(ds, [_obs("q1"), _obs("q1", system="other")], KS, ["sys", "other"], RETRIEVAL)
+    both = [_obs("q1"), _obs("q1", system="other")]
+    verdicts, _ = score_dataset(ds, both, KS, ["sys", "other"], RETRIEVAL)
     assert [v.system for v in verdicts] == ["sys", "other"]
 
 

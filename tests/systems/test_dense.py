@@ -47,6 +47,7 @@ def corpus() -> list[Session]:
 
 CountingModel = FakeEncoderModel
 
+
 @pytest.fixture
 def fake() -> Iterator[CountingModel]:
     model = CountingModel(DIM)

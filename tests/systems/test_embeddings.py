@@ -20,6 +20,7 @@ DIM = 64
 
 CountingModel = FakeEncoderModel
 
+
 @pytest.fixture
 def fake() -> Iterator[CountingModel]:
     model = CountingModel(DIM)

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import shutil
-import urllib.request
 from pathlib import Path
 
 from recallbench.datasets.dataset import FileRecord, FileSpec
@@ -55,6 +54,8 @@ def _write_lock(folder: Path, entries: dict[str, str]) -> None:
 
 def download(url: str, dest: Path, timeout: float = 60.0) -> None:
     """Download ``url`` to ``dest`` through a ``.part`` file (never leaves a partial file)."""
+    import urllib.request  # here, not at the top: most runs never download, and it is slow
+
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
     try:

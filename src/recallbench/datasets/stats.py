@@ -6,16 +6,14 @@ per type or category, mean turns per haystack, evidence coverage and every load-
 A test recomputes each checked-in file from the data when the data is present, so a changed
 loader or a changed file shows up as a diff.
 
-Regenerate one with ``python -m recallbench.datasets.stats REF [--data-dir DIR]`` (``REF`` as on
+Regenerate one with ``python -m recallbench.benchmarks.stats REF [--data-dir DIR]`` (``REF`` as on
 the command line: ``locomo``, ``beam:100k``, ``beam@{data}/beam/chats/100K/1``; ``{data}`` stands
 for the data directory, so the file stays free of local paths).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from recallbench.datasets.dataset import LoadedDataset
@@ -68,25 +66,3 @@ def compute_stats(ds: LoadedDataset) -> dict[str, Any]:
 
 def render(stats: dict[str, Any], ref: str) -> str:
     return json.dumps({"ref": ref, **stats}, indent=1, ensure_ascii=False) + "\n"
-
-
-def main(argv: list[str] | None = None) -> None:
-    from recallbench.benchmarks import load_dataset
-    from recallbench.datasets.fetch import resolve_data_dir
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("ref", help="dataset reference; {data} stands for the data directory")
-    parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--out", type=Path, default=None, help="default: print to stdout")
-    args = parser.parse_args(argv)
-    data = resolve_data_dir(args.data_dir)
-    ds = load_dataset(args.ref.replace(DATA_PLACEHOLDER, str(data)), data)
-    text = render(compute_stats(ds), args.ref)
-    if args.out is None:
-        print(text, end="")
-    else:
-        args.out.write_text(text, encoding="utf-8")
-
-
-if __name__ == "__main__":
-    main()

@@ -6,16 +6,43 @@ no term with the query (score 0) are not returned: an honest empty result rather
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Mapping
 from typing import Any
 
-import bm25s
 import numpy as np
 import Stemmer
 
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.systems.base import Capabilities, SystemContext
+
+
+def _import_bm25s() -> Any:
+    """bm25s, imported without SciPy.
+
+    bm25s imports ``scipy.sparse`` whenever SciPy is installed, only to offer a SciPy backend
+    for building its score matrix; recallbench always builds with bm25s's NumPy backend
+    (``csc_backend="numpy"``, the same matrix), so importing SciPy (0.1-0.3 s, and pulled in by
+    the dense extras) would be pure start-up cost. While bm25s imports, ``sys.modules["scipy"]``
+    is ``None``, which makes its ``import scipy.sparse`` fail as if SciPy were absent; the entry
+    is removed afterwards, so anything else can import SciPy as usual. If SciPy is already
+    loaded, bm25s is imported as it is.
+    """
+    if "bm25s" in sys.modules or "scipy" in sys.modules:
+        import bm25s
+
+        return bm25s
+    sys.modules["scipy"] = None  # type: ignore[assignment]
+    try:
+        import bm25s
+    finally:
+        if sys.modules.get("scipy", 0) is None:
+            del sys.modules["scipy"]
+    return bm25s
+
+
+bm25s = _import_bm25s()
 
 
 class BM25Index:
@@ -60,7 +87,7 @@ class BM25Index:
             return []
         with self._lock:
             if self._dirty or self._retriever is None:
-                retriever = bm25s.BM25()
+                retriever = bm25s.BM25(csc_backend="numpy")
                 retriever.index(self._tokenize(self._texts), show_progress=False)
                 self._retriever = retriever
                 self._dirty = False

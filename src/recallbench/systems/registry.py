@@ -76,9 +76,7 @@ class DeclaredCapabilities:
     depends_on_config: bool
 
 
-def capabilities_for(
-    target: Any, config: Mapping[str, Any] | None = None
-) -> DeclaredCapabilities:
+def capabilities_for(target: Any, config: Mapping[str, Any] | None = None) -> DeclaredCapabilities:
     """What a system class (or a built instance) declares for ``config``: the one way to read it.
 
     ``declare_capabilities(config)`` wins (capabilities that depend on options); otherwise the

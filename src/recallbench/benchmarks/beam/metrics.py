@@ -65,9 +65,7 @@ EVENT_ORDERING = "event_ordering"
 GRADES: tuple[float, ...] = (0.0, 0.5, 1.0)
 """The only grades a judge may give one rubric item."""
 
-RUBRIC_PROMPT_FILE: Path = (
-    Path(__file__).resolve().parent / "prompts" / ("beam_rubric_v1.json")
-)
+RUBRIC_PROMPT_FILE: Path = Path(__file__).resolve().parent / "prompts" / ("beam_rubric_v1.json")
 
 # ---------------------------------------------------------------- rubric items
 

@@ -41,4 +41,3 @@ class BeamReport(BenchmarkReport):
                 "questions have no evidence by design; rubric needs an LLM judge).",
             )
         ]
-

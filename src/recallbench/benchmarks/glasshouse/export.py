@@ -62,4 +62,3 @@ def write_exports(
                 if qid in obs:
                     fh.write(json.dumps(export_record(obs[qid]), ensure_ascii=False) + "\n")
         tmp.replace(path)
-

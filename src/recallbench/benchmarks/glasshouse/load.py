@@ -340,9 +340,7 @@ def _apply_captions(turns: list[Turn], files: _Files, model: str) -> tuple[list[
         )
     captions: dict[str, str] = {}
     for line, obj in read_jsonl(path):
-        captions[str(require(path, line, obj, "image"))] = str(
-            require(path, line, obj, "caption")
-        )
+        captions[str(require(path, line, obj, "image"))] = str(require(path, line, obj, "caption"))
     needed = sorted({t.image for t in turns if t.image})
     missing = [ref for ref in needed if ref not in captions]
     if missing:

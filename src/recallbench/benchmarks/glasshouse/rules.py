@@ -4,9 +4,9 @@ Per question (beside the generic retrieval metrics):
 
 - ``gh_dry``: Glasshouse's dry-mode value (0, 0.5, 1, or a fraction for GATHER), from
   :func:`recallbench.benchmarks.glasshouse.metrics.grade`; also reported weighted by the axis
-  weights (``gh_dry:weighted``). Without an answer model (``answer_generated: false``) the "answer" is
-  the returned memories joined, the figure is a development ruler rather than a reported score,
-  and abstention questions are ungraded (null with a reason);
+  weights (``gh_dry:weighted``). Without an answer model (``answer_generated: false``) the
+  "answer" is the returned memories joined, the figure is a development ruler rather than a
+  reported score, and abstention questions are ungraded (null with a reason);
 - ``gh_evidence``: 1 when any evidence came back (turn ids, or without them the returned text
   containing the gold), 0 when not, null when it cannot be told (unknown evidence, none by
   design, or a record that reports neither turn ids nor memories);

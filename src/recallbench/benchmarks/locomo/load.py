@@ -16,8 +16,8 @@ What the loader does, faithfully to the published file:
   category name; integer answers are kept as their string for gold; category 5 (adversarial)
   items carry ``adversarial_answer`` and usually no ``answer``, and are expected to decline;
 * evidence is parsed with :func:`recallbench.benchmarks.locomo.metrics.parse_evidence`, and every
-  defect (empty, malformed, zero-padded, duplicate, or naming a turn that does not exist) is listed in
-  the load report with its question id. Nothing crashes and nothing is dropped silently.
+  defect (empty, malformed, zero-padded, duplicate, or naming a turn that does not exist) is
+  listed in the load report with its question id. Nothing crashes and nothing is dropped silently.
 """
 
 from __future__ import annotations

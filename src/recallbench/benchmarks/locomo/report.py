@@ -53,10 +53,12 @@ class LocomoReport(BenchmarkReport):
                     ("category", *systems),
                     tuple(rows),
                     exclusion_caption(
-                        idx, systems, metric, None, "n = questions scored; '+m null' = "
-                        "questions excluded with a reason"
+                        idx,
+                        systems,
+                        metric,
+                        None,
+                        "n = questions scored; '+m null' = questions excluded with a reason",
                     ),
                 )
             )
         return tables
-

@@ -83,4 +83,3 @@ def _task_average(
     if not values:
         return "null (types=0)"
     return f"{fmt(sum(values) / len(values))} (types={len(values)})"
-
