@@ -10,11 +10,9 @@ A chunk's id is its first turn's id (``session`` chunks use the session id).
 
 from __future__ import annotations
 
-from typing import Literal
-
 from recallbench.contracts import Chunk, Session, Turn
+from recallbench.errors import OptionError
 
-Chunking = Literal["turn", "pair", "session"]
 CHUNKINGS: tuple[str, ...] = ("turn", "pair", "session")
 USER_SPEAKERS = frozenset({"user", "human"})
 
@@ -37,7 +35,7 @@ def make_chunks(session: Session, mode: str) -> tuple[Chunk, ...]:
     if mode == "session":
         return (_chunk(session, turns, chunk_id=session.session_id),)
     if mode != "pair":
-        raise ValueError(f"unknown chunking {mode!r}; choose one of {', '.join(CHUNKINGS)}")
+        raise OptionError(f"unknown chunking {mode!r}; choose one of {', '.join(CHUNKINGS)}")
     chunks: list[Chunk] = []
     i = 0
     while i < len(turns):

@@ -14,19 +14,21 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from recallbench.benchmarks import dataset_specs
 from recallbench.datasets.fetch import sha256_file
-from recallbench.systems.conformance import check_system
+from recallbench.systems.conformance import Status, check_system
 from recallbench.systems.registry import available_systems
 
-Status = Literal["pass", "fail", "skip"]
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True, slots=True)
 class Check:
+    """One line of ``recallbench verify``: a conformance result (area ``system``), or a check
+    of the scorer or of a dataset."""
+
     area: str
     subject: str
     check: str

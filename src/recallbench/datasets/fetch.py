@@ -11,9 +11,10 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 from recallbench.datasets.dataset import FileRecord, FileSpec
-from recallbench.errors import ChecksumMismatchError, DataFileError
+from recallbench.errors import ChecksumMismatchError, DataFileError, DatasetFormatError
 
 ENV_VAR = "RECALLBENCH_DATA"
 LOCK_NAME = "recallbench.lock.json"
@@ -112,3 +113,26 @@ def local_file_record(path: Path) -> FileRecord:
     return FileRecord(
         path.name, sha256_file(path), pinned=False, note="local file, not the pinned release"
     )
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's content; invalid JSON is a DatasetFormatError naming the file and line."""
+    try:
+        return json.loads(path.read_bytes())
+    except json.JSONDecodeError as exc:
+        raise DatasetFormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+
+
+def json_file(
+    dataset: str, spec: FileSpec | None, data_dir: Path, local_path: Path | None, usage: str
+) -> tuple[Any, FileRecord, Path]:
+    """The content, record and path of a benchmark's one JSON file: the user's copy (``name@PATH``,
+    hashed, not pinned) or the pinned file from the data directory (fetched and verified)."""
+    if local_path is not None:
+        if not local_path.is_file():
+            raise DatasetFormatError(local_path, None, f"file not found ({usage})")
+        return read_json(local_path), local_file_record(local_path), local_path
+    if spec is None:
+        raise DataFileError(f"{dataset}: no pinned file to read ({usage})")
+    path, record = ensure_file(dataset, spec, data_dir)
+    return read_json(path), record, path

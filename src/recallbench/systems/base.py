@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from recallbench.contracts import Memory, Session
+from recallbench.contracts import Chunk, Memory, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +55,11 @@ class MemorySystem(Protocol):
 
     def reset(self) -> None:
         """Forget everything added so far."""
+
+
+def chunk_memory(chunk: Chunk, score: float | None = None) -> Memory:
+    """The memory a chunk-storing system returns for one of its chunks (its text, its turns)."""
+    return Memory(id=chunk.chunk_id, text=chunk.text, source_turns=chunk.turn_ids, score=score)
 
 
 def close_system(system: MemorySystem) -> None:

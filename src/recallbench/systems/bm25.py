@@ -15,7 +15,7 @@ import numpy as np
 import Stemmer
 
 from recallbench.contracts import Chunk, Memory, Session
-from recallbench.systems.base import Capabilities, SystemContext
+from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
 
 
 def _import_bm25s() -> Any:
@@ -121,15 +121,7 @@ class BM25System:
         self._index.add([c.text for c in session.chunks])
 
     def search(self, query: str, k: int) -> list[Memory]:
-        return [
-            Memory(
-                id=self._chunks[i].chunk_id,
-                text=self._chunks[i].text,
-                source_turns=self._chunks[i].turn_ids,
-                score=score,
-            )
-            for i, score in self._index.top(query, k)
-        ]
+        return [chunk_memory(self._chunks[i], score) for i, score in self._index.top(query, k)]
 
     def reset(self) -> None:
         self._chunks = []

@@ -32,6 +32,7 @@ from recallbench.contracts import Memory, Session
 from recallbench.systems.base import Capabilities, SystemContext
 from recallbench.systems.embeddings import (
     Encoder,
+    EncoderStats,
     build_encoder,
     load_model,
     require_sentence_transformers,
@@ -82,7 +83,7 @@ class RecallbenchEmbeddingFunction(EmbeddingFunction[Documents]):
         return RecallbenchEmbeddingFunction(encoder)
 
 
-class ChromaSystem:
+class ChromaSystem(EncoderStats):
     name = "chroma"
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True
@@ -108,10 +109,6 @@ class ChromaSystem:
         self._collection: Any = None
         self._collection_name: str | None = None
         self._count = 0
-
-    @property
-    def cache_stats(self) -> dict[str, int]:
-        return self.encoder.stats
 
     def _ensure_collection(self) -> Any:
         if self._collection is None:

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from recallbench.contracts import Chunk, Memory, Session, Turn
+from recallbench.chunking import with_chunks
+from recallbench.contracts import Memory, Session, Turn
 from recallbench.systems.base import Capabilities, MemorySystem, SystemContext, close_system
 from recallbench.systems.registry import (
     SystemUnavailableError,
@@ -102,21 +103,7 @@ def _session(conv: str, number: int, date: str, lines: Sequence[tuple[str, str]]
         )
         for i, (speaker, text) in enumerate(lines, start=1)
     )
-    groups: list[tuple[Turn, ...]] = []
-    i = 0
-    while i < len(turns):
-        nxt = turns[i + 1] if i + 1 < len(turns) else None
-        if turns[i].speaker == "user" and nxt is not None and nxt.speaker == "assistant":
-            groups.append((turns[i], nxt))
-            i += 2
-        else:
-            groups.append((turns[i],))
-            i += 1
-    chunks = tuple(
-        Chunk(chunk_id=f"{session_id}-k{n}", session_id=session_id, date=date, turns=group)
-        for n, group in enumerate(groups, start=1)
-    )
-    return Session(session_id=session_id, date=date, turns=turns, chunks=chunks)
+    return with_chunks(Session(session_id=session_id, date=date, turns=turns), "pair")
 
 
 def _turn_ids(sessions: Iterable[Session]) -> set[str]:
@@ -176,7 +163,6 @@ GROUP_A = (
         ],
     ),
 )
-GROUP_B_MARK = "plenthar"
 GROUP_B = (
     _session(
         "c4",

@@ -28,8 +28,13 @@ from typing import Any
 import numpy as np
 
 from recallbench.contracts import Chunk, Memory, Session
-from recallbench.systems.base import Capabilities, SystemContext
-from recallbench.systems.embeddings import Encoder, build_encoder, require_sentence_transformers
+from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
+from recallbench.systems.embeddings import (
+    Encoder,
+    EncoderStats,
+    build_encoder,
+    require_sentence_transformers,
+)
 
 require_sentence_transformers()  # let the registry name the missing extra
 
@@ -214,27 +219,17 @@ def index_from_config(encoder: Encoder, context: SystemContext) -> VectorIndex:
     )
 
 
-def chunk_memory(chunk: Chunk, score: float | None) -> Memory:
-    return Memory(id=chunk.chunk_id, text=chunk.text, source_turns=chunk.turn_ids, score=score)
-
-
-class DenseSystem:
+class DenseSystem(EncoderStats):
     name = "dense"
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True
     )
-    card_note = CARD_NOTE
 
     def __init__(self, context: SystemContext | None = None) -> None:
         context = context or SystemContext()
         self.encoder = build_encoder(context)  # loads the model now, not inside the first ingest
         self._index = index_from_config(self.encoder, context)
         self._chunks: list[Chunk] = []
-
-    @property
-    def cache_stats(self) -> dict[str, int]:
-        """Embedding-cache hits and misses of this system (see ``Encoder.stats``)."""
-        return self.encoder.stats
 
     def add(self, session: Session) -> None:
         chunks = list(session.chunks)

@@ -474,17 +474,6 @@ class Encoder:
     def stats(self) -> dict[str, int]:
         return {"hits": self._hits, "misses": self._misses, "encode_calls": self._encode_calls}
 
-    def describe(self) -> dict[str, Any]:
-        """What a run record should say about this encoder."""
-        return {
-            "model": self.model.model_id,
-            "revision": self.model.revision,
-            "dim": self.model.dim,
-            "query_prefix": self.query_prefix,
-            "passage_prefix": self.passage_prefix,
-            "cache": str(self.cache.path) if self.cache is not None else None,
-        }
-
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.passage_prefix, use_cache=True)
 
@@ -552,3 +541,14 @@ def build_encoder(context: SystemContext) -> Encoder:
         batch_size=int(config.get("batch_size", DEFAULT_BATCH_SIZE)),
         cache_queries=bool(config.get("cache_queries", False)),
     )
+
+
+class EncoderStats:
+    """For systems that embed with an :class:`Encoder`: its cache hits and misses."""
+
+    encoder: Encoder
+
+    @property
+    def cache_stats(self) -> dict[str, int]:
+        """Embedding-cache hits and misses of this system (see ``Encoder.stats``)."""
+        return self.encoder.stats

@@ -16,17 +16,21 @@ from __future__ import annotations
 
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.errors import SystemConfigError
-from recallbench.systems.base import Capabilities, SystemContext
+from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
 from recallbench.systems.bm25 import BM25Index
-from recallbench.systems.dense import CARD_NOTE, chunk_memory, index_from_config
-from recallbench.systems.embeddings import build_encoder, require_sentence_transformers
+from recallbench.systems.dense import index_from_config
+from recallbench.systems.embeddings import (
+    EncoderStats,
+    build_encoder,
+    require_sentence_transformers,
+)
 
 require_sentence_transformers()  # let the registry name the missing extra
 
 DEFAULT_RRF_K = 60.0
 DEFAULT_DEPTH = 50
 
-__all__ = ["CARD_NOTE", "HybridSystem", "reciprocal_rank_fusion"]
+__all__ = ["HybridSystem", "reciprocal_rank_fusion"]
 
 
 def reciprocal_rank_fusion(
@@ -45,12 +49,11 @@ def reciprocal_rank_fusion(
     return sorted(score.items(), key=lambda ds: (-ds[1], best[ds[0]], ds[0]))
 
 
-class HybridSystem:
+class HybridSystem(EncoderStats):
     name = "hybrid"
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True
     )
-    card_note = CARD_NOTE
 
     def __init__(self, context: SystemContext | None = None) -> None:
         context = context or SystemContext()
@@ -63,10 +66,6 @@ class HybridSystem:
         self._dense = index_from_config(self.encoder, context)
         self._bm25 = BM25Index.from_config(config)
         self._chunks: list[Chunk] = []
-
-    @property
-    def cache_stats(self) -> dict[str, int]:
-        return self.encoder.stats
 
     def add(self, session: Session) -> None:
         chunks = list(session.chunks)

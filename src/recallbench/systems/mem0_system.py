@@ -55,7 +55,12 @@ import numpy as np
 from recallbench.contracts import Memory, Session
 from recallbench.errors import SystemConfigError
 from recallbench.systems.base import Capabilities, SystemContext
-from recallbench.systems.embeddings import Encoder, build_encoder, require_sentence_transformers
+from recallbench.systems.embeddings import (
+    Encoder,
+    EncoderStats,
+    build_encoder,
+    require_sentence_transformers,
+)
 
 require_sentence_transformers()  # let the registry name the missing extra
 
@@ -156,7 +161,7 @@ def _role(speaker: str) -> str:
     return s if s in ("user", "assistant") else "user"
 
 
-class Mem0System:
+class Mem0System(EncoderStats):
     name = "mem0"
 
     @classmethod
@@ -240,10 +245,6 @@ class Mem0System:
     @property
     def user_id(self) -> str:
         return self._user_id
-
-    @property
-    def cache_stats(self) -> dict[str, int]:
-        return self.encoder.stats
 
     def add(self, session: Session) -> None:
         chunks = list(session.chunks)

@@ -9,7 +9,7 @@ a character budget standing for a reader's context window (default 120,000 chara
 from __future__ import annotations
 
 from recallbench.contracts import Chunk, Memory, Session
-from recallbench.systems.base import Capabilities, SystemContext
+from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
 
 DEFAULT_CHAR_BUDGET = 120_000
 
@@ -35,7 +35,7 @@ class NaiveSystem:
             if used + len(text) > self.char_budget:
                 break
             used += len(text)
-            out.append(Memory(id=chunk.chunk_id, text=text, source_turns=chunk.turn_ids))
+            out.append(chunk_memory(chunk))
         return out
 
     def reset(self) -> None:

@@ -9,7 +9,7 @@ import hashlib
 import random
 
 from recallbench.contracts import Chunk, Memory, Session
-from recallbench.systems.base import Capabilities, SystemContext
+from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
 
 
 class RandomSystem:
@@ -27,11 +27,7 @@ class RandomSystem:
         key = hashlib.sha256(f"{self._seed}\x00{query}".encode()).digest()
         rng = random.Random(int.from_bytes(key[:8], "big"))
         picked = rng.sample(range(len(self._chunks)), min(k, len(self._chunks)))
-        return [_memory(self._chunks[i]) for i in picked]
+        return [chunk_memory(self._chunks[i]) for i in picked]
 
     def reset(self) -> None:
         self._chunks = []
-
-
-def _memory(chunk: Chunk) -> Memory:
-    return Memory(id=chunk.chunk_id, text=chunk.text, source_turns=chunk.turn_ids)

@@ -22,7 +22,6 @@ instead of ``chat.json``, as the authors' own answer-generation harness does.
 
 from __future__ import annotations
 
-import json
 import urllib.error
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +44,7 @@ from recallbench.datasets.fetch import (
     DataFileError,
     ensure_file,
     local_file_record,
+    read_json,
 )
 from recallbench.errors import DatasetFormatError
 
@@ -149,12 +149,12 @@ def parse_chat(
 ) -> tuple[list[Session], dict[str, str]]:
     """Sessions (one per batch) and a turn id -> session id map of one ``chat.json``."""
     if not isinstance(chat, list):
-        raise ValueError("chat.json: expected a JSON list of batches")
+        raise _Shape("chat.json: expected a JSON list of batches")
     sessions: list[Session] = []
     turn_session: dict[str, str] = {}
     for position, batch in enumerate(chat, start=1):
         if not isinstance(batch, Mapping):
-            raise ValueError(f"chat.json: batch {position} is not an object")
+            raise _Shape(f"chat.json: batch {position} is not an object")
         number = batch.get("batch_number", position)
         session_id = f"{conversation}:batch_{number}"
         messages: list[Mapping[str, Any]] = []
@@ -196,7 +196,7 @@ def parse_questions(
     report: list[str],
 ) -> list[Question]:
     if not isinstance(probing, Mapping):
-        raise ValueError("probing_questions.json: expected an object keyed by ability")
+        raise _Shape("probing_questions.json: expected an object keyed by ability")
     questions: list[Question] = []
     for ability, items in probing.items():
         if ability not in ABILITIES:
@@ -254,27 +254,20 @@ def parse_questions(
     return questions
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_bytes())
-    except json.JSONDecodeError as exc:
-        raise DatasetFormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+class _Shape(ValueError):
+    """A file whose JSON is valid but not shaped as BEAM publishes it (reported with its path)."""
 
 
 def load_conversation(
     conversation: str, chat_path: Path, questions_path: Path, report: list[str]
 ) -> tuple[HaystackGroup, list[Question]]:
     try:
-        sessions, turn_session = parse_chat(conversation, _read_json(chat_path), report)
-    except ValueError as exc:
-        if isinstance(exc, DatasetFormatError):
-            raise
+        sessions, turn_session = parse_chat(conversation, read_json(chat_path), report)
+    except _Shape as exc:
         raise DatasetFormatError(chat_path, None, str(exc)) from None
     try:
-        qs = parse_questions(conversation, _read_json(questions_path), turn_session, report)
-    except ValueError as exc:
-        if isinstance(exc, DatasetFormatError):
-            raise
+        qs = parse_questions(conversation, read_json(questions_path), turn_session, report)
+    except _Shape as exc:
         raise DatasetFormatError(questions_path, None, str(exc)) from None
     return HaystackGroup(conversation, tuple(sessions), tuple(q.id for q in qs)), qs
 

@@ -22,7 +22,6 @@ What the loader does, faithfully to the published file:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,13 +32,12 @@ from recallbench.contracts import Question, Session, Turn
 from recallbench.datasets.dataset import (
     DatasetOptions,
     DatasetSpec,
-    FileRecord,
     FileSpec,
     HaystackGroup,
     LoadedDataset,
     benchmark_dataset,
 )
-from recallbench.datasets.fetch import ensure_file, local_file_record
+from recallbench.datasets.fetch import json_file
 from recallbench.errors import DatasetFormatError
 
 NAME = "locomo"
@@ -242,17 +240,7 @@ def load(
     local_path: Path | None = None,
     predictions: bool = False,
 ) -> LoadedDataset:
-    record: FileRecord
-    if local_path is not None:
-        if not local_path.is_file():
-            raise DatasetFormatError(local_path, None, "file not found (locomo@PATH takes a file)")
-        path, record = local_path, local_file_record(local_path)
-    else:
-        path, record = ensure_file(spec.name, FILE, data_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DatasetFormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    data, record, _ = json_file(spec.name, FILE, data_dir, local_path, "locomo@PATH takes a file")
     groups, questions, report = parse_locomo(data)
     notes = list(CARD_NOTES)
     ints = int_answer_ids(questions)

@@ -18,7 +18,6 @@ published; ``has_answer`` marks never reach them.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,14 +28,13 @@ from recallbench.contracts import Question, Session, Turn
 from recallbench.datasets.dataset import (
     DatasetOptions,
     DatasetSpec,
-    FileRecord,
     FileSpec,
     HaystackGroup,
     LoadedDataset,
     benchmark_dataset,
     count_by_axis,
 )
-from recallbench.datasets.fetch import PINNED_ON_FIRST_USE, ensure_file, local_file_record
+from recallbench.datasets.fetch import PINNED_ON_FIRST_USE, json_file
 from recallbench.errors import DatasetFormatError
 
 NAME = "longmemeval"
@@ -220,19 +218,8 @@ def load(
     local_path: Path | None = None,
     predictions: bool = False,
 ) -> LoadedDataset:
-    record: FileRecord
-    if local_path is not None:
-        if not local_path.is_file():
-            raise DatasetFormatError(
-                local_path, None, "file not found (longmemeval@PATH takes a JSON file)"
-            )
-        path, record = local_path, local_file_record(local_path)
-    else:
-        path, record = ensure_file(spec.name, FILES[variant], data_dir)
-    try:
-        data = json.loads(path.read_bytes())
-    except json.JSONDecodeError as exc:
-        raise DatasetFormatError(path, exc.lineno, f"not valid JSON ({exc.msg})") from None
+    usage = "longmemeval@PATH takes a JSON file"
+    data, record, path = json_file(spec.name, FILES.get(variant), data_dir, local_path, usage)
     groups, questions, report = parse_longmemeval(data, path)
     notes = list(CARD_NOTES)
     counts = count_by_axis(questions, QUESTION_TYPES)
