@@ -93,7 +93,8 @@ def _loaded_after(args: list[str], tmp_path: Path) -> list[str]:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if line[:6] in ("LOADED", "OTHER "))
+    tagged = [line for line in done.stdout.splitlines() if line.startswith(("LOADED ", "OTHER "))]
+    lines = dict(line.split(" ", 1) for line in tagged)
     return [lines["LOADED"], lines["OTHER"]]
 
 

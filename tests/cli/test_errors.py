@@ -43,7 +43,16 @@ def test_a_value_error_inside_a_rule_set_shows_its_traceback(tmp_path: Path) -> 
 
 def test_a_user_error_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "recallbench", "run", "--datasets", "nosuch", "--out", str(tmp_path)],
+        [
+            sys.executable,
+            "-m",
+            "recallbench",
+            "run",
+            "--datasets",
+            "nosuch",
+            "--out",
+            f"{tmp_path}",
+        ],
         capture_output=True,
         text=True,
     )

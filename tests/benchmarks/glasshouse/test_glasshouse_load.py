@@ -17,6 +17,9 @@ from typing import Any, ClassVar
 import pytest
 
 from recallbench.benchmarks import dataset_specs, get_benchmark, load_dataset
+from recallbench.benchmarks.glasshouse import corpus as gh_corpus
+from recallbench.benchmarks.glasshouse import files as gh_files
+from recallbench.benchmarks.glasshouse import images as gh_images
 from recallbench.benchmarks.glasshouse import load as gh
 from recallbench.benchmarks.glasshouse.options import GlasshouseOptions
 from recallbench.contracts import Memory, Session, Turn
@@ -73,14 +76,14 @@ def test_spec_pins_every_file_by_hash_and_commit_url(gh_dir: Path) -> None:
     assert spec.variants == ("core", "small", "medium", "full")
     assert spec.default_variant == "core"
     published = json.loads((gh_dir / "HASHES.json").read_text())
-    assert published == gh.HASHES
+    assert published == gh_files.HASHES
     prefix = (
         "https://raw.githubusercontent.com/wontopos/glasshouse/"
         "2eeb19eaa587dfa9685a9bdcaec6a9a397a8c109/glasshouse-v0.1/"
     )
     for tier in spec.variants:
         files = spec.variant_files(tier, {})
-        assert gh.corpus_file(tier) in {f.name for f in files}
+        assert gh_files.corpus_file(tier) in {f.name for f in files}
         for f in files:
             assert f.sha256 == published[f.name]
             assert f.url == prefix + f.name
@@ -162,10 +165,14 @@ def test_xling_borrows_evidence_and_asks_in_the_prescribed_field(shared_data: Pa
     relay = [q for q in ds.questions if str(rows[q.id].get("source_id", "")).startswith("L1-")]
     assert len(relay) == 100 and all("cross-language" in str(q.evidence_unknown_reason)
                                      for q in relay)  # fmt: skip
-    assert any("390 of 800" in n and "300 XLING_STORE" in n for n in ds.card_notes)
+    assert ds.facts["xling_evidence"] == {
+        "borrowed": 390, "store": 300, "xling_source": 100, "missing_source": 0, "by_design": 10
+    }  # fmt: skip
+    assert any("390 of 800" in n for n in ds.card_notes)  # the note renders the counts
     # "image": "None" is the string for no image
     assert sum(1 for r in rows.values() if r.get("image") == "None") == 350
-    assert gh._image_ref("None") is None and gh._image_ref("img/img01.png") == "img/img01.png"
+    assert gh_corpus._image_ref("None") is None
+    assert gh_corpus._image_ref("img/img01.png") == "img/img01.png"
 
 
 def test_probes_load_against_a_tier(shared_data: Path) -> None:
@@ -232,7 +239,7 @@ def test_tampered_or_truncated_file_refused(
         load_dataset(NAME, data)
     message = str(info.value)
     assert name in message
-    assert gh.HASHES[name] in message  # expected
+    assert gh_files.HASHES[name] in message  # expected
     assert fetch.sha256_file(path) in message  # actual
 
 
@@ -245,9 +252,9 @@ def test_full_tier_absent_is_a_clear_error(
         load_dataset("glasshouse-v0.1:full", data)
     message = str(info.value)
     assert "glasshouse_v0.1_full.jsonl" in message
-    assert gh.file_spec("glasshouse_v0.1_full.jsonl").url in message
+    assert gh_files.file_spec("glasshouse_v0.1_full.jsonl").url in message
     assert "103,572 turns" in message
-    assert tried == [gh.file_spec("glasshouse_v0.1_full.jsonl").url]
+    assert tried == [gh_files.file_spec("glasshouse_v0.1_full.jsonl").url]
 
 
 def test_scoring_a_file_needs_only_the_question_file(
@@ -277,7 +284,7 @@ def test_image_modes(shared_data: Path) -> None:
     native = load_dataset("glasshouse-v0.1:small", shared_data)
     images = [t for s in native.groups[0].sessions for t in s.turns if t.image]
     assert len(images) == 50 and all(t.image.startswith("img/img") for t in images)  # type: ignore[union-attr]
-    assert isinstance(native.image_resolver, gh.ImageFiles)
+    assert isinstance(native.image_resolver, gh_images.ImageFiles)
     assert any("image mode native" in n for n in native.card_notes)
     # a text-only system gets the turn's text alone
     text_only = prepare_sessions(native.groups[0].sessions, "pair", False, "native")
@@ -322,7 +329,7 @@ def test_native_images_missing_is_a_clear_error_only_when_needed(
     with pytest.raises(DataFileError) as info:
         image_paths(ds)  # what the runner calls when a system that accepts images runs
     message = str(info.value)
-    assert "img/img" in message and gh.BASE_URL + "img/img" in message
+    assert "img/img" in message and gh_files.BASE_URL + "img/img" in message
     assert "--image-mode skip" in message
 
 
