@@ -102,7 +102,7 @@ class _Bar:
         )
         self.task: Any = None
 
-    def hooks(self) -> Progress:
+    def callbacks(self) -> Progress:
         def start(description: str, total: int) -> None:
             if self.task is not None:
                 self.progress.update(self.task, visible=True)
@@ -176,7 +176,7 @@ def run(
     try:
         if resume is not None:
             with bar.progress:
-                scored = resume_run(resume, data, bar.hooks(), cache_dir)
+                scored = resume_run(resume, data, bar.callbacks(), cache_dir)
         else:
             if chunking not in CHUNKINGS:
                 raise fail(f"--chunking must be one of {', '.join(CHUNKINGS)}, got {chunking!r}")
@@ -204,7 +204,7 @@ def run(
                 dataset_options=options,
             )
             with bar.progress:
-                scored = start_run(spec, data, out, bar.hooks(), cache_dir, datasets=loaded)
+                scored = start_run(spec, data, out, bar.callbacks(), cache_dir, datasets=loaded)
     except UserError as exc:
         raise fail(str(exc)) from None
     from recallbench.report.summary import provenance_lines

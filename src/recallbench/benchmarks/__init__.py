@@ -61,12 +61,10 @@ def get_benchmark(name: str) -> Benchmark:
     """The registered benchmark ``name`` (``recallbench`` for the folder format)."""
     if name == FOLDER_FORMAT:
         return FOLDER
-    try:
-        return BENCHMARKS.load(name)
-    except RegistryError as exc:
-        raise DatasetRefError(
-            f"unknown dataset {name!r}; known: {', '.join(BENCHMARKS.entries())}"
-        ) from exc
+    entries = BENCHMARKS.entries()
+    if name not in entries:
+        raise DatasetRefError(f"unknown dataset {name!r}; known: {', '.join(entries)}")
+    return BENCHMARKS.load(name)
 
 
 def benchmark_of(ds: LoadedDataset) -> Benchmark:

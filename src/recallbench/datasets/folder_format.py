@@ -12,7 +12,7 @@ field, a duplicate id or an evidence id that names no turn stops the load with t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from recallbench.contracts import Question, Session, Turn
@@ -63,16 +63,20 @@ def load_turns(path: Path) -> tuple[list[Turn], dict[str, int]]:
     return turns, seen
 
 
-def sessions_from_turns(turns: list[Turn]) -> tuple[Session, ...]:
-    """Group turns by session (first appearance order), then order sessions by date (stable)."""
+def group_sessions(turns: Sequence[Turn]) -> tuple[Session, ...]:
+    """Turns grouped by session, sessions in order of first appearance, turns in file order; a
+    session's date is its first turn's."""
     by_session: dict[str, list[Turn]] = {}
     for t in turns:
         by_session.setdefault(t.session_id, []).append(t)
-    sessions = [
+    return tuple(
         Session(session_id=sid, date=ts[0].date, turns=tuple(ts)) for sid, ts in by_session.items()
-    ]
-    sessions.sort(key=lambda s: s.date or "")
-    return tuple(sessions)
+    )
+
+
+def sessions_from_turns(turns: list[Turn]) -> tuple[Session, ...]:
+    """Group turns by session (first appearance order), then order sessions by date (stable)."""
+    return tuple(sorted(group_sessions(turns), key=lambda s: s.date or ""))
 
 
 def load_questions(

@@ -12,9 +12,8 @@ from typing import Any
 
 import recallbench
 
-CORE_PACKAGES = ("typer", "rich", "bm25s", "PyStemmer", "numpy")
+CORE_PACKAGES = ("typer", "rich", "bm25s", "PyStemmer", "numpy", "nltk")
 OPTIONAL_PACKAGES = (
-    "nltk",
     "sentence-transformers",
     "torch",
     "mem0ai",

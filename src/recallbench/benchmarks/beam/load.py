@@ -51,8 +51,8 @@ from recallbench.errors import DatasetFormatError
 NAME = "beam"
 REPO = "mohammadtavakoli78/BEAM"
 COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
-"""SOURCE.md of the shared copy names commit b2a3ee8; the full id is the one the repository's
-README carries at that short id (resolved offline from a stored index, not by git)."""
+"""The commit the published files are pinned to (short id b2a3ee8); check it with
+``git ls-remote https://github.com/mohammadtavakoli78/BEAM`` or on the repository's history page."""
 BASE_URL = f"https://raw.githubusercontent.com/{REPO}/{COMMIT}"
 CHAT = "chat.json"
 TRUNCATED_CHAT = "chat_trunecated.json"

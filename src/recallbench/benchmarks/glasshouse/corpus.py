@@ -11,6 +11,7 @@ from typing import Any
 from recallbench.benchmarks.glasshouse.files import NAME
 from recallbench.benchmarks.glasshouse.metrics import AXIS_WEIGHTS
 from recallbench.contracts import Question, Session, Turn
+from recallbench.datasets.folder_format import group_sessions
 from recallbench.datasets.jsonl import read_jsonl, require
 from recallbench.errors import DatasetFormatError
 
@@ -73,12 +74,7 @@ def read_corpus(path: Path) -> _Corpus:
 
 def sessions_in_order(turns: Sequence[Turn]) -> tuple[Session, ...]:
     """Sessions in the order the corpus tells them (it is chronological), turns in file order."""
-    by_session: dict[str, list[Turn]] = {}
-    for t in turns:
-        by_session.setdefault(t.session_id, []).append(t)
-    return tuple(
-        Session(session_id=sid, date=ts[0].date, turns=tuple(ts)) for sid, ts in by_session.items()
-    )
+    return group_sessions(turns)
 
 
 def _question(
