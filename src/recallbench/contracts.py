@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = "1"
+FORMAT_VERSION = "2"
 """Version of the results folder format; ``run.json`` records it and readers check it."""
 
 ALL = "all"
@@ -165,6 +165,9 @@ class IngestRecord:
     ingest_ms: float | None
     outcome: Outcome
     outcome_reason: str | None = None
+    finish_ms: float | None = None
+    """Time of the system's ``finish_ingest`` hook (counted inside ``ingest_ms``); None when the
+    system declares no such hook (and in results of format 1, which predate it)."""
 
 
 @dataclass(frozen=True, slots=True)

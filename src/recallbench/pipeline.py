@@ -114,6 +114,8 @@ def _finish(run_dir: Path, manifest: RunManifest, runner: Runner) -> None:
     for record in manifest.systems:  # the capabilities each built system declared
         if record.name in runner.capabilities:
             record.capabilities = runner.capabilities[record.name]
+        if record.name in runner.settings:
+            record.settings = runner.settings[record.name]
     shutil.rmtree(run_dir / "work", ignore_errors=True)  # systems' private state, not a record
     manifest.ended_at = now_rfc3339()
     manifest.status = "complete"
@@ -186,6 +188,11 @@ def read_logs(run_dir: Path) -> tuple[list[Observation], list[IngestRecord]]:
     return obs, ing
 
 
+def ignores_k(manifest: RunManifest) -> frozenset[str]:
+    """Systems whose recorded capabilities say they ignore k (their @k figures are null)."""
+    return frozenset(s.name for s in manifest.systems if (s.capabilities or {}).get("ignores_k"))
+
+
 def reports_of(datasets: Sequence[LoadedDataset]) -> dict[str, BenchmarkReport]:
     """Each dataset's report hooks, by dataset key."""
     return {ds.key: benchmark_of(ds).report for ds in datasets}
@@ -207,9 +214,12 @@ def score_run(
     verdicts: list[Verdict] = []
     metrics: list[MetricRow] = []
     missing: dict[str, dict[str, int]] = {}
+    ignoring = ignores_k(manifest)
     for ds in loaded:
         bench = benchmark_of(ds)
-        v, miss = score_dataset(ds, observations, spec.k, spec.systems, bench.rules)
+        v, miss = score_dataset(
+            ds, observations, spec.k, spec.systems, bench.rules, ignores_k=ignoring
+        )
         verdicts.extend(v)
         metrics.extend(
             aggregate(

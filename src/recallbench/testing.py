@@ -1,8 +1,9 @@
 """Test doubles shipped with recallbench, for its own tests, its timing scripts and plugin authors.
 
 Systems: :class:`NoopSystem` (does nothing: harness overhead), :class:`SlowBM25` (BM25, slow
-enough to kill a run part-way), :class:`FlakySystem` (raises on some questions, hangs on
-others), :class:`NoSourceSystem` (memories without source turns). :func:`register` adds them to
+enough to kill a run part-way), :class:`SlowFinishBM25` (a slow ``finish_ingest`` hook),
+:class:`FlakySystem` (raises on some questions, hangs on others), :class:`NoSourceSystem`
+(memories without source turns). :func:`register` adds them to
 this process's system registry under those names.
 
 :class:`FakeEncoderModel` is a bag-of-words hashing "sentence model" (no torch) to register with
@@ -41,6 +42,17 @@ class SlowBM25(BM25System):
     def search(self, query: str, k: int) -> list[Memory]:
         time.sleep(self.delay_s)
         return super().search(query, k)
+
+
+class SlowFinishBM25(BM25System):
+    """BM25 whose declared ``finish_ingest`` hook also sleeps: its time must land in ingest."""
+
+    name = "slow-finish"
+    finish_delay_s = 0.3
+
+    def finish_ingest(self) -> None:
+        time.sleep(self.finish_delay_s)
+        super().finish_ingest()
 
 
 class FlakySystem(BM25System):
@@ -91,6 +103,7 @@ TEST_SYSTEMS = {
     "flaky": "recallbench.testing:FlakySystem",
     "no-source": "recallbench.testing:NoSourceSystem",
     "noop": "recallbench.testing:NoopSystem",
+    "slow-finish": "recallbench.testing:SlowFinishBM25",
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from recallbench.cli import app
+from recallbench.contracts import FORMAT_VERSION
 from recallbench.errors import USER_ERROR_EXIT
 from recallbench.registry import Entry
 from recallbench.systems import registry
@@ -71,7 +72,8 @@ def test_a_manifest_from_a_newer_format_is_refused_naming_both_versions(tmp_path
     (run_dir / "run.json").write_text(json.dumps(manifest))
     result = runner.invoke(app, ["score", str(run_dir)])
     assert result.exit_code == USER_ERROR_EXIT
-    assert "format_version 7" in result.output and "format_version 1" in result.output
+    assert "format_version 7" in result.output
+    assert f"format_version {FORMAT_VERSION}" in result.output
 
 
 def test_systems_shows_mem0_capabilities_for_the_default_config() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from recallbench.contracts import FORMAT_VERSION
 from recallbench.errors import ManifestVersionError, RunFolderError
 from recallbench.pipeline import start_run
 from recallbench.results import manifest as manifest_module
@@ -35,16 +36,18 @@ def test_unknown_keys_survive_a_rewrite(run_dir: Path) -> None:
 
 
 def test_newer_version_refused_with_both_versions(run_dir: Path) -> None:
-    raw = {**json.loads((run_dir / "run.json").read_text()), "format_version": "2"}
+    newer = str(int(FORMAT_VERSION) + 1)
+    raw = {**json.loads((run_dir / "run.json").read_text()), "format_version": newer}
     with pytest.raises(ManifestVersionError) as info:
         RunManifest.from_dict(raw)
-    assert "format_version 2" in str(info.value) and "format_version 1" in str(info.value)
+    assert f"format_version {newer}" in str(info.value)
+    assert f"format_version {FORMAT_VERSION}" in str(info.value)
 
 
 def test_older_version_is_upgraded_step_by_step(
     run_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    raw = json.loads((run_dir / "run.json").read_text())
+    raw = {**json.loads((run_dir / "run.json").read_text()), "format_version": "1"}
     monkeypatch.setattr(manifest_module, "FORMAT_VERSION", "3")
     monkeypatch.setitem(manifest_module.UPGRADES, "1", lambda d: {**d, "step": ["1->2"]})
     monkeypatch.setitem(
@@ -62,3 +65,8 @@ def test_missing_upgrade_and_garbage_are_clear_errors(run_dir: Path) -> None:
         RunManifest.from_dict({k: v for k, v in raw.items() if k != "format_version"})
     with pytest.raises(RunFolderError, match="not a recallbench run manifest"):
         RunManifest.from_dict({"format_version": "1"})
+
+
+def test_a_format_1_manifest_reads_as_format_2(run_dir: Path) -> None:
+    raw = {**json.loads((run_dir / "run.json").read_text()), "format_version": "1"}
+    assert RunManifest.from_dict(raw).format_version == FORMAT_VERSION == "2"

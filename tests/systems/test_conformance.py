@@ -163,7 +163,7 @@ class IgnoresK(GoodSystem):
 
 
 class DeclaredIgnoresK(IgnoresK):
-    ignores_k = True
+    capabilities = Capabilities(returns_source_turns=True, ignores_k=True)
 
 
 class Duplicates(GoodSystem):
@@ -197,6 +197,25 @@ class ChokesOnLongTurn(GoodSystem):
         super().add(session)
 
 
+class MisspeltHook(GoodSystem):
+    hooks = frozenset({"finish_ingets"})
+
+    def finish_ingets(self) -> None:
+        pass
+
+
+class DeclaredHookMissing(GoodSystem):
+    hooks = frozenset({"finish_ingest"})
+
+
+class FinishesIngest(GoodSystem):
+    hooks = frozenset({"finish_ingest"})
+    finished: ClassVar[list[int]] = []
+
+    def finish_ingest(self) -> None:
+        type(self).finished.append(len(self.chunks))
+
+
 @pytest.fixture
 def register(monkeypatch: pytest.MonkeyPatch) -> Callable[[type, str | None], str]:
     def _register(cls: type, extra: str | None = None) -> str:
@@ -222,8 +241,8 @@ def test_every_builtin_baseline_passes_every_check(name: str) -> None:
 
 
 def test_naive_is_exempt_from_k_bound_only_by_declaring_it(monkeypatch: pytest.MonkeyPatch):
-    assert NaiveSystem.ignores_k is True
-    monkeypatch.delattr(NaiveSystem, "ignores_k")
+    assert NaiveSystem.capabilities.ignores_k is True
+    monkeypatch.setattr(NaiveSystem, "capabilities", Capabilities(returns_source_turns=True))
     edge = by_check(check_system("naive"))["edge_cases"]
     assert edge.status == "fail"
     assert "naive" in edge.detail and "edge_cases" in edge.detail and "ignores_k" in edge.detail
@@ -398,3 +417,17 @@ def test_unicode_mangling_is_caught_and_summarizers_skip(register) -> None:
     assert ascii_only.status == "fail"
     summary = by_check(check_system(register(Summarizer)))["unicode_roundtrip"]
     assert summary.status == "skip" and "summarizes" in summary.detail
+
+
+def test_a_misspelt_or_missing_hook_fails_the_protocol_check(register) -> None:
+    misspelt = by_check(check_system(register(MisspeltHook)))["protocol"]
+    assert misspelt.status == "fail" and "unknown hook(s) finish_ingets" in misspelt.detail
+    missing = by_check(check_system(register(DeclaredHookMissing)))["protocol"]
+    assert missing.status == "fail" and "declares hook 'finish_ingest' but has no" in missing.detail
+
+
+def test_the_kit_calls_a_declared_finish_ingest_after_each_group(register) -> None:
+    FinishesIngest.finished.clear()
+    results = check_system(register(FinishesIngest))
+    assert passed(results), results
+    assert FinishesIngest.finished and all(n > 0 for n in FinishesIngest.finished)

@@ -58,10 +58,26 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
         "recall(all ret.) counts every memory returned, whatever k; "
         "errors and empty are out of all questions asked; p50 ms over usable searches only. "
         + caption
+        + "".join(f" {note}" for note in ignores_k_notes(scored))
     )
     return Table(
         f"{dataset_key}: retrieval from gold evidence ids", tuple(columns), tuple(rows), cap.strip()
     )
+
+
+def ignores_k_notes(scored: ScoredRun) -> list[str]:
+    """One line per system that ignores k: why its @k cells are null, and its budget."""
+    notes = []
+    for record in scored.manifest.systems:
+        if not (record.capabilities or {}).get("ignores_k"):
+            continue
+        budget = (record.settings or {}).get("char_budget")
+        within = f", up to its budget of {budget:,} characters" if budget is not None else ""
+        notes.append(
+            f"{record.name} ignores k: its @k figures are null (ignores_k); recall(all ret.) is "
+            f"over everything it returned{within}."
+        )
+    return notes
 
 
 def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None) -> Table | None:

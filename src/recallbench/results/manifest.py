@@ -23,7 +23,14 @@ from recallbench.results import store
 from recallbench.results.environment import environment
 from recallbench.spec import RunSpec, make_run_id
 
-UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+def _from_1(d: dict[str, Any]) -> dict[str, Any]:
+    """Format 2 added ``IngestRecord.finish_ms`` and ``Capabilities.ignores_k`` (read as null and
+    as the system's current declaration): a format-1 manifest needs no change."""
+    return d
+
+
+UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"1": _from_1}
 """``{version: function}``: turns a manifest of ``version`` into one of the next version."""
 
 
@@ -79,6 +86,8 @@ class SystemRecord:
     source: str | None
     capabilities: dict[str, Any] | None
     """As declared for the run's config; completed from the built instance when only it says."""
+    settings: dict[str, Any] | None = None
+    """The options the built system reported running with (its ``settings``), if any."""
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from recallbench.results import store
 from recallbench.results.manifest import now_rfc3339
 from recallbench.run.calls import CallPool
 from recallbench.spec import RunSpec
-from recallbench.systems.base import MemorySystem, SystemContext, close_system
+from recallbench.systems.base import MemorySystem, SystemContext, close_system, declared_hooks
 from recallbench.systems.registry import create_system
 
 
@@ -106,6 +107,8 @@ class Runner:
         self.progress = progress or Progress()
         self.cache_dir = cache_dir
         self.capabilities: dict[str, dict[str, Any]] = {}
+        self.settings: dict[str, dict[str, Any]] = {}
+        """The options each built system reported running with (``settings``), if any."""
         """What each built system declared (some depend on its config, e.g. mem0 with an LLM)."""
 
     # -- bookkeeping -----------------------------------------------------------------------
@@ -176,6 +179,9 @@ class Runner:
             return
         system = create_system(system_name, self._context(system_name))
         self.capabilities[system_name] = dataclasses.asdict(system.capabilities)
+        settings = getattr(system, "settings", None)  # optional, declared in systems/base.py
+        if isinstance(settings, Mapping):
+            self.settings[system_name] = dict(settings)
         image_mode = ds.options.image_mode
         try:
             images = (
@@ -215,14 +221,20 @@ class Runner:
         ingested: set[tuple[str, str, str]],
     ) -> tuple[bool, str | None]:
         timeout = self.spec.timeout_s
+        finishes = "finish_ingest" in declared_hooks(system)
+        finish_ms: list[float] = []
 
         def ingest() -> None:
             system.reset()
             for s in sessions:
                 system.add(s)
+            if finishes:  # the declared hook: inside the timed ingest, its own time recorded
+                t0 = time.perf_counter()
+                system.finish_ingest()  # type: ignore[attr-defined]
+                finish_ms.append((time.perf_counter() - t0) * 1000.0)
 
-        # The ingest timeout scales with its size: the per-call timeout for each session.
-        outcome = pool.run(ingest, timeout * max(1, len(sessions)))
+        # The ingest timeout scales with its size: the per-call timeout for each call.
+        outcome = pool.run(ingest, timeout * max(1, len(sessions) + int(finishes)))
         key = (ds.key, system.name, group_id)
         if key not in ingested:  # a resumed group re-ingests, but its time is recorded once
             ingest_log.append(
@@ -237,6 +249,7 @@ class Runner:
                     ingest_ms=outcome.elapsed_ms,
                     outcome="usable" if outcome.ok else "error",
                     outcome_reason=outcome.reason,
+                    finish_ms=round(finish_ms[0], 4) if finish_ms else None,
                 )
             )
             ingested.add(key)

@@ -20,6 +20,7 @@ RULE_NO_SOURCE_TURNS = "no_source_turns"
 RULE_NOT_REPORTED = "not_reported"
 RULE_NO_ANSWER = "no_answer"
 RULE_NO_JUDGE = "no_judge"
+RULE_IGNORES_K = "ignores_k"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,19 +7,29 @@ question stays in the denominator. Null means "could not be measured" and carrie
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from recallbench.contracts import ALL, Observation, Question, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.errors import DuplicateObservationError
+from recallbench.score.metrics import MetricKey
 from recallbench.score.retrieval import null_metrics, retrieval_metrics
 from recallbench.score.rules import (
+    RULE_IGNORES_K,
     RUN,
     RuleSet,
     ScoringContext,
     evidence_null_reason,
     source_turns_missing,
 )
+
+
+def ignores_k_reason(system: str) -> str:
+    return (
+        f"{RULE_IGNORES_K}: {system} returns what it returns whatever k asks (full context up "
+        "to its budget), so its @k figures measure nothing; see its recall over everything "
+        "returned"
+    )
 
 
 def ranked_source_turns(obs: Observation) -> list[tuple[str, ...]]:
@@ -50,9 +60,14 @@ def score_dataset(
     systems: Sequence[str],
     rules: RuleSet,
     context: ScoringContext = RUN,
+    ignores_k: Collection[str] = (),
 ) -> tuple[list[Verdict], dict[str, int]]:
     """Verdicts for one dataset under its benchmark's ``rules``, and the number of questions
-    without an observation per system."""
+    without an observation per system.
+
+    ``ignores_k``: systems that declared they return what they return whatever k asks (the
+    full-context baseline): every ``@k`` metric of theirs is null with the rule ``ignores_k``;
+    figures over everything returned stay."""
     by_key: dict[tuple[str, str], Observation] = {}
     for o in observations:
         if o.dataset != dataset.key:
@@ -76,6 +91,11 @@ def score_dataset(
             extra, extra_reasons = rules.question_metrics(q, obs, ks, context)
             metrics.update(extra)
             reasons.update(extra_reasons)
+            if system in ignores_k:  # a figure already null keeps its own reason
+                for key, value in metrics.items():
+                    if value is not None and MetricKey.parse(key).k is not None:
+                        metrics[key] = None
+                        reasons[key] = ignores_k_reason(system)
             verdicts.append(
                 Verdict(
                     run_id=obs.run_id,

@@ -16,13 +16,28 @@ from recallbench.contracts import Chunk, Memory, Session
 
 @dataclass(frozen=True, slots=True)
 class Capabilities:
-    """What a system declares about itself; recorded in every run and shown in the card."""
+    """What a system declares about itself; recorded in every run and shown in the card.
+
+    ``ignores_k``: the system returns what it returns whatever ``k`` asks (the full-context
+    baseline): its ``@k`` figures measure nothing and are null (rule ``ignores_k``).
+    """
 
     returns_source_turns: bool = True
     accepts_images: bool = False
     summarizes: bool = False
     llm_inside: str | None = None
     in_process: bool = True
+    ignores_k: bool = False
+
+
+HOOKS: tuple[str, ...] = ("finish_ingest",)
+"""Optional methods a system may declare in its ``hooks`` class attribute (a frozenset of names).
+
+``finish_ingest()``: called once after the last ``add`` of a haystack group, inside the timed
+ingest (its time is recorded as ``finish_ms`` and counted in ``ingest_ms``): build an index,
+wait for a hosted service to finish indexing. A system without it behaves as before: the
+harness never calls a method that was not declared.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +61,8 @@ class MemorySystem(Protocol):
 
     name: str
     capabilities: Capabilities
+    # Optional: ``hooks`` (see HOOKS), ``settings`` (a mapping of the options the instance runs
+    # with, recorded in run.json), ``close()`` (called when the harness is done with it).
 
     def add(self, session: Session) -> None:
         """Store one session (called in chronological order within a haystack group)."""
@@ -55,6 +72,24 @@ class MemorySystem(Protocol):
 
     def reset(self) -> None:
         """Forget everything added so far."""
+
+
+def declared_hooks(system: object) -> frozenset[str]:
+    """The optional hooks a system declares; an unknown name or a missing method is an error
+    (so a misspelt hook fails loudly instead of silently never running)."""
+    hooks = getattr(type(system), "hooks", frozenset())
+    if isinstance(hooks, str) or not all(isinstance(h, str) for h in hooks):
+        raise TypeError(f"{type(system).__name__}.hooks must be a set of hook names, got {hooks!r}")
+    unknown = sorted(set(hooks) - set(HOOKS))
+    if unknown:
+        raise TypeError(
+            f"{type(system).__name__}.hooks names unknown hook(s) {', '.join(unknown)}; "
+            f"known: {', '.join(HOOKS)}"
+        )
+    for name in hooks:
+        if not callable(getattr(system, name, None)):
+            raise TypeError(f"{type(system).__name__} declares hook {name!r} but has no method")
+    return frozenset(hooks)
 
 
 def chunk_memory(chunk: Chunk, score: float | None = None) -> Memory:

@@ -26,8 +26,8 @@ Checks, in order (``CHECKS``):
     text in ten scripts plus emoji comes back byte-for-byte (skipped for ``summarizes=True``).
 ``edge_cases``
     empty query, a ~100k-character turn, ``k`` larger than the store, ``k=1``. Systems that
-    return everything regardless of ``k`` declare it with a class attribute ``ignores_k = True``
-    and are exempt from the ``k`` bound (never from the store-size bound or the no-duplicates
+    return everything regardless of ``k`` declare it (``Capabilities(ignores_k=True)``) and
+    are exempt from the ``k`` bound (never from the store-size bound or the no-duplicates
     rule).
 
 Every search result is also type-checked: a ``list`` of :class:`Memory` whose ``id`` and
@@ -45,7 +45,13 @@ from typing import Any, Literal
 
 from recallbench.chunking import with_chunks
 from recallbench.contracts import Memory, Session, Turn
-from recallbench.systems.base import Capabilities, MemorySystem, SystemContext, close_system
+from recallbench.systems.base import (
+    Capabilities,
+    MemorySystem,
+    SystemContext,
+    close_system,
+    declared_hooks,
+)
 from recallbench.systems.registry import (
     SystemUnavailableError,
     UnknownSystemError,
@@ -329,6 +335,19 @@ class _Probe:
             self.added |= {t.turn_id for t in session.turns}
             self.chunks += len(session.chunks)
             self.turns += len(session.turns)
+        self._finish_ingest()
+
+    def _finish_ingest(self) -> None:
+        """As the runner does after a group's last ``add``: the declared ``finish_ingest``."""
+        try:
+            hooks = declared_hooks(self.system)
+        except TypeError as exc:
+            raise _Failed(str(exc)) from exc
+        if "finish_ingest" in hooks:
+            try:
+                self.system.finish_ingest()  # type: ignore[attr-defined]
+            except Exception as exc:
+                raise _Failed(f"finish_ingest() raised {type(exc).__name__}: {exc}") from exc
 
     def search(self, query: str, k: int) -> list[Memory]:
         where = f"search({_short(query, 40)}, k={k})"
@@ -365,7 +384,7 @@ class _Probe:
 
 
 def _ignores_k(system: object) -> bool:
-    return getattr(system, "ignores_k", False) is True
+    return getattr(getattr(system, "capabilities", None), "ignores_k", False) is True
 
 
 def _check_protocol(probe: _Probe) -> str:
@@ -381,6 +400,10 @@ def _check_protocol(probe: _Probe) -> str:
     name = getattr(system, "name", None)
     if not isinstance(name, str) or not name:
         problems.append(f"name is {name!r}, expected a non-empty string")
+    try:
+        declared_hooks(system)
+    except TypeError as exc:
+        problems.append(str(exc))
     if problems:
         raise _Failed("; ".join(problems))
     return ""
@@ -559,7 +582,7 @@ def _check_edge_cases(probe: _Probe) -> str:
         if not ignores_k and len(memories) > k:
             raise _Failed(
                 f"search({_short(query, 40)}, k={k}) returned {len(memories)} memories "
-                "(set ignores_k = True on the class if the system ignores k by design)"
+                "(declare Capabilities(ignores_k=True) if the system ignores k by design)"
             )
         return memories
 

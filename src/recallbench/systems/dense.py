@@ -118,6 +118,12 @@ class VectorIndex:
         self._ann_kind = None
         self._ann_count = 0
 
+    def build(self) -> None:
+        """Bring the matrix (and the approximate index, above the threshold) up to date."""
+        matrix = self._consolidate()
+        if self.approximate:
+            self._ann_sync(matrix)
+
     def _consolidate(self) -> np.ndarray:
         if self._blocks:
             self._matrix = np.concatenate([self._matrix, *self._blocks], axis=0)
@@ -148,7 +154,7 @@ class VectorIndex:
                 )
         return kind
 
-    def _ann_top(self, matrix: np.ndarray, q: np.ndarray, k: int) -> list[tuple[int, float]]:
+    def _ann_sync(self, matrix: np.ndarray) -> str | None:
         kind = self._backend()
         if self._ann is None or self._ann_kind != kind:
             self._ann = _new_ann(kind, self.dim, self.seed)
@@ -162,6 +168,10 @@ class VectorIndex:
                 keys = np.arange(self._ann_count, matrix.shape[0], dtype=np.uint64)
                 self._ann.add(keys, new)
             self._ann_count = matrix.shape[0]
+        return kind
+
+    def _ann_top(self, matrix: np.ndarray, q: np.ndarray, k: int) -> list[tuple[int, float]]:
+        kind = self._ann_sync(matrix)
         k = min(k, matrix.shape[0])
         ef = max(self.ef_search, k)
         if kind == "faiss":
@@ -221,6 +231,7 @@ def index_from_config(encoder: Encoder, context: SystemContext) -> VectorIndex:
 
 class DenseSystem(EncoderStats):
     name = "dense"
+    hooks = frozenset({"finish_ingest"})
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True
     )
@@ -244,6 +255,9 @@ class DenseSystem(EncoderStats):
             return []
         q = self.encoder.encode_query(query)
         return [chunk_memory(self._chunks[i], s) for i, s in self._index.top(q, k)]
+
+    def finish_ingest(self) -> None:
+        self._index.build()
 
     def reset(self) -> None:
         self._chunks = []

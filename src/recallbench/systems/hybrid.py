@@ -51,6 +51,7 @@ def reciprocal_rank_fusion(
 
 class HybridSystem(EncoderStats):
     name = "hybrid"
+    hooks = frozenset({"finish_ingest"})
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True
     )
@@ -84,6 +85,10 @@ class HybridSystem(EncoderStats):
         semantic = [i for i, _ in self._dense.top(self.encoder.encode_query(query), depth)]
         fused = reciprocal_rank_fusion([lexical, semantic], self.rrf_k)[:k]
         return [chunk_memory(self._chunks[i], s) for i, s in fused]
+
+    def finish_ingest(self) -> None:
+        self._dense.build()
+        self._bm25.build()
 
     def reset(self) -> None:
         self._chunks = []

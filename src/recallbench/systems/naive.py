@@ -16,12 +16,13 @@ DEFAULT_CHAR_BUDGET = 120_000
 
 class NaiveSystem:
     name = "naive"
-    capabilities = Capabilities(returns_source_turns=True)
-    ignores_k = True  # returns everything within the budget; exempt from the conformance k bound
+    capabilities = Capabilities(returns_source_turns=True, ignores_k=True)
 
     def __init__(self, context: SystemContext | None = None) -> None:
         config = (context or SystemContext()).config
         self.char_budget = int(config.get("char_budget", DEFAULT_CHAR_BUDGET))
+        self.settings = {"char_budget": self.char_budget}
+        """The options this instance runs with, recorded in run.json."""
         self._chunks: list[Chunk] = []
 
     def add(self, session: Session) -> None:
