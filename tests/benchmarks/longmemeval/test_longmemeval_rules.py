@@ -124,10 +124,10 @@ def test_session_granularity_k_grows_over_distinct_sessions(ds: LoadedDataset) -
     assert m[f"{RANKING_EXHAUSTED}@10"] == 1.0
     assert reasons[f"{RANKING_EXHAUSTED}@10"] == (
         "ranking_exhausted: LongMemEval grows k=10 until the top turns cover 10 distinct "
-        "sessions; the ranking's 6 user turns cover 5 (pseudo-)sessions, leaving 1 of the "
-        "corpus's 7 user turns unranked (effective_k 10). The session values are the official "
-        "function's on this ranking; the official evaluation assumes a ranking of the whole "
-        "corpus"
+        "sessions, but the ranking ends first (ranked user turns 6, distinct (pseudo-)sessions "
+        "5; corpus user turns 7, unranked 1; effective_k 10). The session values are the "
+        "official function's on this ranking; the official evaluation assumes a ranking of the "
+        "whole corpus"
     )
 
 
@@ -257,6 +257,33 @@ def test_summary_tables_by_question_type(ds: LoadedDataset, tmp_path: Path) -> N
     ]
     assert qa.rows[-1][1] == "null (n=0) +1 excl."
     assert "no_answer (5)" in qa.caption
+
+
+def test_ranking_exhausted_reaches_verdicts_with_its_reason(
+    ds: LoadedDataset, tmp_path: Path
+) -> None:
+    spec = RunSpec(systems=("bm25",), datasets=(f"longmemeval@{FILE}",), k=(1, 10))
+    scored = start_run(spec, tmp_path, tmp_path / "out", datasets=[ds])
+    lines = [json.loads(x) for x in (scored.run_dir / "verdicts.jsonl").read_text().splitlines()]
+    flagged = 0
+    for line in lines:
+        for key in flag_keys((1, 10)):
+            value, reason = line["metrics"][key], line["null_reasons"].get(key)
+            if value is None:  # abstention, no evidence turn: null with the retrieval reason
+                assert reason == line["null_reasons"]["session:ndcg_any@1"]
+            elif value == 1.0:
+                flagged += 1
+                assert reason is not None and reason.startswith("ranking_exhausted: ")
+            else:
+                assert value == 0.0 and reason is None
+    # the fixture's haystacks hold at most five sessions: k=10 exhausts every partial ranking
+    assert flagged > 0
+    rows = [
+        r
+        for r in scored.metrics
+        if r.metric == RANKING_EXHAUSTED and r.k == 10 and r.slice == "all" and r.system == "bm25"
+    ]
+    assert len(rows) == 1 and rows[0].denominator == 3 and rows[0].n_excluded == 2
 
 
 def test_a_run_with_another_system_is_deterministic(ds: LoadedDataset, tmp_path: Path) -> None:

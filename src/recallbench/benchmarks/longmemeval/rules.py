@@ -80,11 +80,11 @@ def ranking_exhausted_reason(cut: SessionCutoff) -> str:
     """The reason recorded with a raised ``session:ranking_exhausted@K`` flag."""
     return (
         f"{RULE_RANKING_EXHAUSTED}: LongMemEval grows k={cut.k} until the top turns cover "
-        f"{cut.k} distinct sessions; the ranking's {cut.ranked_turns} user turns cover "
-        f"{cut.ranked_sessions} (pseudo-)sessions, leaving {cut.corpus_turns - cut.ranked_turns} "
-        f"of the corpus's {cut.corpus_turns} user turns unranked (effective_k {cut.effective_k}). "
-        "The session values are the official function's on this ranking; the official "
-        "evaluation assumes a ranking of the whole corpus"
+        f"{cut.k} distinct sessions, but the ranking ends first (ranked user turns "
+        f"{cut.ranked_turns}, distinct (pseudo-)sessions {cut.ranked_sessions}; corpus user "
+        f"turns {cut.corpus_turns}, unranked {cut.corpus_turns - cut.ranked_turns}; effective_k "
+        f"{cut.effective_k}). The session values are the official function's on this ranking; "
+        "the official evaluation assumes a ranking of the whole corpus"
     )
 
 
