@@ -236,10 +236,10 @@ def session_ranking(
 class SessionCutoff:
     """Where LongMemEval's turn-to-session evaluation cuts one ranking at one k.
 
-    ``effective_k`` is the official grown cut-off, counted in ranked turns: k, grown one turn at
-    a time until the first ``effective_k`` turns cover k distinct (pseudo-)sessions, and never
-    past one more than the corpus holds. It is the position of the turn that brings the k-th
-    distinct session when the ranking has one; otherwise ``max(k, corpus_turns + 1)``.
+    ``effective_k`` is the official grown cut-off, counted in ranked turns: it starts at k and
+    grows by one while it is at most ``corpus_turns`` and the first ``effective_k`` turns cover
+    fewer than k distinct (pseudo-)sessions. So it is the rank of the turn that brings the k-th
+    distinct session when the ranking has one, and otherwise ``max(k, corpus_turns + 1)``.
     ``ranked_turns`` and ``ranked_sessions`` count the ranking's user turns and its distinct
     (pseudo-)sessions; ``corpus_turns`` the haystack's user turns (the official corpus).
     """
