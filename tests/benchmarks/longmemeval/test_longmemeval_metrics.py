@@ -12,6 +12,7 @@ from recallbench.benchmarks.longmemeval.metrics import (
     DEFAULT_KS,
     JUDGE_PROMPTS_FILE,
     QUESTION_TYPES,
+    SessionCutoff,
     build_judge_prompt,
     dcg,
     flatten_ranking,
@@ -21,6 +22,8 @@ from recallbench.benchmarks.longmemeval.metrics import (
     parse_judge_label,
     pseudo_session_id,
     qa_summary,
+    session_evaluation,
+    session_labels,
     session_metrics,
     session_ranking,
     strip_turn_suffix,
@@ -36,7 +39,7 @@ USER_TURNS = frozenset({"s1_1", "s1_3", "s1_5", "s2_1", "s2_3", "s3_1", "s3_3", 
 HAS_ANSWER = frozenset({"s1_1", "s1_5", "s4_1"})
 GOLD_S1 = frozenset({"s1_1", "s1_5"})
 LOG2_3 = math.log2(3)
-LOG2_5 = math.log2(5)
+LOG2_6 = math.log2(6)
 
 
 # ---------------------------------------------------------------- helpers
@@ -171,12 +174,123 @@ def test_session_metrics_k_grows_over_distinct_sessions() -> None:
     # k=3 covers four turns (s1_3, s2_1, s2_3, s1_1): sessions [noans_s1, s2, s1]
     assert m["session:recall_any@3"] == 1.0
     assert m["session:recall_all@3"] == 0.0
-    assert m["session:ndcg_any@3"] == pytest.approx((1 / LOG2_3) / 2)
-    # k=5: [noans_s1, s2, s1, s3, s4]
+    # nDCG is scored per ranked turn over those four turns, as the official function does:
+    # relevances 0, 0, 0, 1 (s1_1 is a gold turn), DCG = 1/log2(4) = 0.5. The ideal list holds
+    # every gold turn of the corpus (s1_1, s1_5, s4_1: three) cut at the grown k of four:
+    # 1 + 1 + 1/log2(3). nDCG = 0.5 / (2 + 1/log2(3)) = 0.19005
+    assert m["session:ndcg_any@3"] == pytest.approx(0.5 / (2 + 1 / LOG2_3))
+    # k=5 covers six turns: [noans_s1, s2, s2, s1, s3, s4], relevances 0, 0, 0, 1, 0, 1:
+    # DCG = 1/log2(4) + 1/log2(6) = 0.5 + 0.38685; same ideal (three gold turns) -> 0.33709
     assert m["session:recall_all@5"] == 1.0
-    assert m["session:ndcg_any@5"] == pytest.approx((1 / LOG2_3 + 1 / LOG2_5) / 2)
+    assert m["session:ndcg_any@5"] == pytest.approx((0.5 + 1 / LOG2_6) / (2 + 1 / LOG2_3))
     # the ranking holds only five sessions: k=10 equals k=5
     assert m["session:ndcg_any@10"] == m["session:ndcg_any@5"]
+
+
+def test_session_ndcg_two_gold_turns_in_one_session() -> None:
+    """The worked case: one answer session holding two gold turns, both ranked."""
+    # Answer session s1 only; its gold turns are s1_1 and s1_5 (s4_1 is marked but s4 is not an
+    # answer session, so it is not gold). Corpus: the nine user turns; two gold turns.
+    # Ranked user turns: s1_1, s2_1, s1_5, s3_1, s4_1 -> sessions s1, s2, s1, s3, s4.
+    ranked = [["s1_1"], ["s2_1"], ["s1_5"], ["s3_1"], ["s4_1"]]
+    m = session_metrics(ranked, strip_turn_suffix, {"s1"}, HAS_ANSWER, USER_TURNS, ks=(1, 2, 3))
+    # k=1: one turn (s1): relevances [1]; ideal = two gold turns cut at 1 -> [1]; nDCG = 1
+    assert m["session:ndcg_any@1"] == pytest.approx(1.0)
+    # k=2: two turns cover s1, s2: relevances [1, 0], DCG 1; ideal [1, 1] = 1 + 1/log2(2) = 2
+    assert m["session:ndcg_any@2"] == pytest.approx(0.5)
+    # k=3: three turns cover only s1, s2; the fourth (s3_1) brings the third session, so the
+    # official effective_k is 4. Relevances per ranked turn: [1, 0, 1, 0] (s1_5 counts again):
+    # DCG = 1 + 0 + 1/log2(3) + 0 = 1.63093. Ideal: both gold turns first, cut at 4 -> [1, 1]:
+    # 1 + 1/log2(2) = 2. nDCG = 1.63093 / 2 = 0.81546.
+    # (A de-duplicated session list [s1, s2, s3] against one gold session would give 1.0.)
+    assert m["session:ndcg_any@3"] == pytest.approx((1 + 1 / LOG2_3) / 2)
+    assert m["session:ndcg_any@3"] == pytest.approx(0.8154648767857288)
+    assert m["session:recall_any@3"] == m["session:recall_all@3"] == 1.0
+
+
+def test_session_ndcg_counts_each_gold_turn_of_a_session() -> None:
+    # Answer sessions s1 and s4; gold turns s1_1, s1_5, s4_1 (three). Ranked user turns:
+    # s2_1, s1_5, s1_1, s4_1 -> sessions s2, s1, s1, s4. k=3: the third distinct session (s4)
+    # comes at turn 4, so effective_k = 4. Relevances [0, 1, 1, 1]:
+    # DCG = 0 + 1/log2(2) + 1/log2(3) + 1/log2(4) = 1 + 0.63093 + 0.5 = 2.13093.
+    # Ideal: three gold turns, cut at 4: 1 + 1 + 1/log2(3) = 2.63093. nDCG = 0.80996.
+    ranked = [["s2_1", "s1_5"], ["s1_1"], ["s4_1"]]
+    m = session_metrics(ranked, strip_turn_suffix, {"s1", "s4"}, HAS_ANSWER, USER_TURNS, ks=(3,))
+    assert m["session:ndcg_any@3"] == pytest.approx((1.5 + 1 / LOG2_3) / (2 + 1 / LOG2_3))
+    assert m["session:recall_all@3"] == 1.0
+
+
+def test_session_ndcg_is_turn_ndcg_at_the_grown_cutoff() -> None:
+    # A ranked turn is relevant exactly when it is a gold turn (an unmarked turn of an answer
+    # session maps to its never-gold pseudo-session), so the session nDCG at k is the turn nDCG
+    # at effective_k.
+    ranked = [["s1_3"], ["s2_1"], ["s2_3"], ["s1_1"], ["s3_1"], ["s4_1"], ["s1_5"]]
+    answer = {"s1", "s4"}
+    metrics, cutoffs = session_evaluation(
+        ranked, strip_turn_suffix, answer, HAS_ANSWER, USER_TURNS, ks=(1, 2, 3, 4, 5)
+    )
+    for k, cut in cutoffs.items():
+        turn = turn_metrics(ranked, HAS_ANSWER, USER_TURNS, ks=(cut.effective_k,))
+        assert metrics[f"session:ndcg_any@{k}"] == turn[f"turn:ndcg_any@{cut.effective_k}"]
+    assert [cutoffs[k].effective_k for k in (1, 2, 3, 4, 5)] == [1, 2, 4, 5, 6]
+
+
+def test_session_cutoffs_and_exhausted_rankings() -> None:
+    # Ranked user turns: s1_1, s1_5, s2_1 -> sessions s1, s1, s2 (two distinct, three turns).
+    ranked = [["s1_1", "s1_5"], ["s2_1"]]
+    _, cutoffs = session_evaluation(
+        ranked, strip_turn_suffix, {"s1"}, HAS_ANSWER, USER_TURNS, ks=(1, 2, 3, 10)
+    )
+    assert cutoffs[1] == SessionCutoff(
+        k=1, effective_k=1, ranked_turns=3, ranked_sessions=2, corpus_turns=9
+    )
+    assert not cutoffs[1].exhausted
+    # k=2: the second session comes at the third turn
+    assert cutoffs[2].effective_k == 3 and not cutoffs[2].exhausted
+    # k=3: the ranking never covers three sessions; the official loop grows k one past the
+    # corpus (9 user turns): effective_k = 10, past the three ranked turns, with six corpus
+    # turns unranked -> exhausted
+    assert cutoffs[3].effective_k == 10 and cutoffs[3].exhausted
+    # k=10 > corpus size: the official loop does not run, effective_k stays 10
+    assert cutoffs[10].effective_k == 10 and cutoffs[10].exhausted
+
+
+def test_a_ranking_of_the_whole_corpus_is_never_exhausted() -> None:
+    ranked = [[t] for t in sorted(USER_TURNS)]
+    _, cutoffs = session_evaluation(
+        ranked, strip_turn_suffix, {"s1", "s4"}, HAS_ANSWER, USER_TURNS, ks=(5, 6, 7, 50)
+    )
+    # sessions s1, noans_s1, s1, s2, s2, s3, s3, s4, noans_s4: six distinct, first seen at
+    # turns 1, 2, 4, 6, 8, 9
+    assert cutoffs[5].effective_k == 8 and not cutoffs[5].exhausted
+    assert cutoffs[6].effective_k == 9 and not cutoffs[6].exhausted
+    # fewer than k sessions: effective_k runs one past the corpus (10), or stays at k > corpus
+    assert cutoffs[7].effective_k == 10 and not cutoffs[7].exhausted
+    assert cutoffs[50].effective_k == 50 and not cutoffs[50].exhausted
+
+
+def test_empty_ranking_is_exhausted() -> None:
+    metrics, cutoffs = session_evaluation(
+        [], strip_turn_suffix, {"s1"}, HAS_ANSWER, USER_TURNS, ks=(1,)
+    )
+    assert metrics["session:ndcg_any@1"] == 0.0
+    assert cutoffs[1].effective_k == 10 and cutoffs[1].exhausted
+
+
+def test_gold_sessions_are_the_sessions_of_gold_turns() -> None:
+    # s2 is listed as an answer session but none of its user turns is marked has_answer: as in
+    # the official code (whose gold sessions come from the gold turns), it is not gold, so
+    # recall_all needs s1 only; s2's turns map to its pseudo-session.
+    ranked = [["s2_1"], ["s1_1"]]
+    m = session_metrics(ranked, strip_turn_suffix, {"s1", "s2"}, HAS_ANSWER, USER_TURNS, ks=(2,))
+    assert m["session:recall_all@2"] == 1.0
+    # relevances [0, 1]: DCG 1; ideal: two gold turns (s1_1, s1_5) -> 2
+    assert m["session:ndcg_any@2"] == pytest.approx(0.5)
+
+
+def test_session_labels_keep_every_ranked_turn() -> None:
+    labels = session_labels(SESSION_RANKED, strip_turn_suffix, {"s1", "s4"}, HAS_ANSWER, USER_TURNS)
+    assert labels == ["noans_s1", "s2", "s2", "s1", "s3", "s4"]
 
 
 def test_session_metrics_mapping_equals_function() -> None:

@@ -15,7 +15,9 @@ from recallbench.benchmarks import benchmark_of, get_benchmark, load_dataset
 from recallbench.benchmarks.longmemeval.rules import (
     LABEL,
     LABEL_ABSTENTION,
+    RANKING_EXHAUSTED,
     LongMemEvalRules,
+    flag_keys,
     retrieval_keys,
 )
 from recallbench.cli import app
@@ -28,7 +30,7 @@ from recallbench.spec import RunSpec
 FILE = Path(__file__).resolve().parents[2] / "fixtures" / "longmemeval" / "longmemeval_fixture.json"
 RULES = LongMemEvalRules()
 KS = (1, 3, 5, 10)
-L3, L4, L5, L6 = (math.log2(n) for n in (3, 4, 5, 6))
+L3, L4, L6 = (math.log2(n) for n in (3, 4, 6))
 
 
 @pytest.fixture(scope="module")
@@ -101,16 +103,32 @@ def test_turn_granularity(ds: LoadedDataset) -> None:
 
 
 def test_session_granularity_k_grows_over_distinct_sessions(ds: LoadedDataset) -> None:
-    m, _ = _metrics(ds, _obs("fx_ms_2", list(RANKED)))
+    m, reasons = _metrics(ds, _obs("fx_ms_2", list(RANKED)))
     # sessions: noans_answer_fx_ms_2a, sharegpt_x1 (two turns), answer_fx_ms_2a, ultrachat_y2,
     # answer_fx_ms_2b. At k=3 the turn ranking has no gold, but the first three distinct
     # sessions (four turns) include answer_fx_ms_2a.
     assert m["session:recall_any@1"] == 0.0
     assert m["session:recall_any@3"] == 1.0 and m["session:recall_all@3"] == 0.0
-    assert m["session:ndcg_any@3"] == pytest.approx((1 / L3) / 2)
+    # nDCG per ranked turn over those four turns, as the official function scores them:
+    # relevances 0, 0, 0, 1 -> DCG 1/log2(4) = 0.5; ideal: the two gold turns of the corpus
+    # (answer_fx_ms_2a_1, answer_fx_ms_2b_1) -> 1 + 1 = 2; nDCG 0.25
+    assert m["session:ndcg_any@3"] == pytest.approx(0.25)
+    # k=5: six turns, relevances 0, 0, 0, 1, 0, 1 -> (1/log2(4) + 1/log2(6)) / 2 = 0.44343
     assert m["session:recall_all@5"] == 1.0
-    assert m["session:ndcg_any@5"] == pytest.approx((1 / L3 + 1 / L5) / 2)
+    assert m["session:ndcg_any@5"] == pytest.approx((1 / L4 + 1 / L6) / 2)
+    # k=10: five sessions only; the grown k runs past the ranking, and past the corpus's seven
+    # user turns: the same six turns are scored
     assert m["session:ndcg_any@10"] == m["session:ndcg_any@5"]
+    assert m[f"{RANKING_EXHAUSTED}@5"] == 0.0 and f"{RANKING_EXHAUSTED}@5" not in reasons
+    # sharegpt_z3_1 is left unranked: the official value assumed it would add nothing
+    assert m[f"{RANKING_EXHAUSTED}@10"] == 1.0
+    assert reasons[f"{RANKING_EXHAUSTED}@10"] == (
+        "ranking_exhausted: LongMemEval grows k=10 until the top turns cover 10 distinct "
+        "sessions, but the ranking ends first (ranked user turns 6, distinct (pseudo-)sessions "
+        "5; corpus user turns 7, unranked 1; effective_k 10). The session values are the "
+        "official function's on this ranking; the official evaluation assumes a ranking of the "
+        "whole corpus"
+    )
 
 
 def test_tie_inside_one_memory(ds: LoadedDataset) -> None:
@@ -128,10 +146,13 @@ def test_empty_and_failed_searches_are_misses(ds: LoadedDataset) -> None:
         m, reasons = _metrics(ds, obs)
         assert all(m[k] == 0.0 for k in retrieval_keys(KS))
         assert not any(k in reasons for k in retrieval_keys(KS))
+        # nothing ranked: every grown k runs past the (empty) ranking, flagged with its reason
+        assert all(m[k] == 1.0 for k in flag_keys(KS))
+        assert all(reasons[k].startswith("ranking_exhausted: ") for k in flag_keys(KS))
 
 
 def test_nulls_with_their_rules(ds: LoadedDataset) -> None:
-    keys = retrieval_keys(KS)
+    keys = retrieval_keys(KS) + flag_keys(KS)
     m, reasons = _metrics(ds, _obs("fx_ku_4_abs", [("answer_fx_ku_4_1",)]))
     assert all(m[k] is None for k in keys) and reasons[keys[0]].startswith("abstention:")
     m, reasons = _metrics(ds, _obs("fx_ssa_3", [("answer_fx_ssa_3_1",)]))
@@ -153,7 +174,7 @@ def test_label_is_null_until_a_judge_exists(ds: LoadedDataset) -> None:
 
 def test_keys_follow_the_run_k(ds: LoadedDataset) -> None:
     m, _ = RULES.question_metrics(_q(ds, "fx_ssu_1"), _obs("fx_ssu_1", []), (2, 7), ds.options)
-    assert set(m) == set(retrieval_keys((2, 7))) | {LABEL}
+    assert set(m) == set(retrieval_keys((2, 7))) | set(flag_keys((2, 7))) | {LABEL}
     assert "turn:recall_any@7" in m and "session:ndcg_any@2" in m
 
 
@@ -186,7 +207,11 @@ def test_external_lines_and_default_k(ds: LoadedDataset, tmp_path: Path) -> None
     assert ms["slice"] == "multi-session" and ms["abstention"] is False
     assert {k for k in ms if k.startswith(("turn:", "session:"))} == set(
         retrieval_keys((1, 3, 5, 10, 30, 50))
-    )
+    ) | set(flag_keys((1, 3, 5, 10, 30, 50)))
+    # six ranked user turns in five sessions, seven in the corpus: exhausted from k=10
+    assert ms[f"{RANKING_EXHAUSTED}@5"] == 0.0 and ms[f"{RANKING_EXHAUSTED}@10"] == 1.0
+    assert ms["null_reasons"][f"{RANKING_EXHAUSTED}@10"].startswith("ranking_exhausted: ")
+    assert f"{RANKING_EXHAUSTED}@5" not in ms["null_reasons"]
     assert ms["session:recall_any@3"] == 1.0 and ms["turn:recall_any@3"] == 0.0
     assert ms[LABEL] is None and ms["null_reasons"][LABEL].startswith("no_answer")
     abs_line = lines["fx_ku_4_abs"]
@@ -232,6 +257,33 @@ def test_summary_tables_by_question_type(ds: LoadedDataset, tmp_path: Path) -> N
     ]
     assert qa.rows[-1][1] == "null (n=0) +1 excl."
     assert "no_answer (5)" in qa.caption
+
+
+def test_ranking_exhausted_reaches_verdicts_with_its_reason(
+    ds: LoadedDataset, tmp_path: Path
+) -> None:
+    spec = RunSpec(systems=("bm25",), datasets=(f"longmemeval@{FILE}",), k=(1, 10))
+    scored = start_run(spec, tmp_path, tmp_path / "out", datasets=[ds])
+    lines = [json.loads(x) for x in (scored.run_dir / "verdicts.jsonl").read_text().splitlines()]
+    flagged = 0
+    for line in lines:
+        for key in flag_keys((1, 10)):
+            value, reason = line["metrics"][key], line["null_reasons"].get(key)
+            if value is None:  # abstention, no evidence turn: null with the retrieval reason
+                assert reason == line["null_reasons"]["session:ndcg_any@1"]
+            elif value == 1.0:
+                flagged += 1
+                assert reason is not None and reason.startswith("ranking_exhausted: ")
+            else:
+                assert value == 0.0 and reason is None
+    # the fixture's haystacks hold at most five sessions: k=10 exhausts every partial ranking
+    assert flagged > 0
+    rows = [
+        r
+        for r in scored.metrics
+        if r.metric == RANKING_EXHAUSTED and r.k == 10 and r.slice == "all" and r.system == "bm25"
+    ]
+    assert len(rows) == 1 and rows[0].denominator == 3 and rows[0].n_excluded == 2
 
 
 def test_a_run_with_another_system_is_deterministic(ds: LoadedDataset, tmp_path: Path) -> None:

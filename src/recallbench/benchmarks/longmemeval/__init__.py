@@ -15,6 +15,7 @@ from recallbench.benchmarks.longmemeval.rules import (
     GRANULARITIES,
     LABEL,
     MEASURES,
+    RANKING_EXHAUSTED,
     LongMemEvalRules,
 )
 from recallbench.score.metrics import MetricInfo, MetricKey
@@ -31,6 +32,13 @@ BENCHMARK = Benchmark(
             MetricInfo(f"{g}:{m}", True, "score", f"LongMemEval {g}-level {m}, cut at k")
             for g in GRANULARITIES
             for m in MEASURES
+        ),
+        MetricInfo(
+            RANKING_EXHAUSTED,
+            None,
+            "share",
+            "the session cut at k grew past the system's ranking with corpus turns unranked "
+            "(the official value assumes a full-corpus ranking)",
         ),
     ),
 )

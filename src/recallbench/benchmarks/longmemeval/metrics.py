@@ -11,6 +11,14 @@ A memory system does not return turns but memories, each of which may come from 
 so the ranking to score is given as ``ranked: list[list[str]]`` (one list of turn ids per memory,
 best memory first) and flattened by :func:`flatten_ranking`.
 
+The values are those of LongMemEval's ``evaluate_retrieval`` (turns) and
+``evaluate_retrieval_turn2session`` (sessions) in ``src/retrieval/eval_utils.py``, called as its
+``run_retrieval.py`` calls them, with the system's flattened ranking as ``rankings`` and the
+haystack's user turns as the corpus; ``tests/benchmarks/longmemeval/test_longmemeval_official.py``
+runs the official functions on random rankings and compares every value. The official code ranks
+the whole corpus, a system returns at most k memories: see :class:`SessionCutoff` for when a
+session value depends on that difference.
+
 Judge prompts are our own wording, stored in ``recallbench/prompts/longmemeval_judge_v1.json``.
 """
 
@@ -20,6 +28,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +38,7 @@ __all__ = [
     "DEFAULT_KS",
     "JUDGE_PROMPTS_FILE",
     "QUESTION_TYPES",
+    "SessionCutoff",
     "build_judge_prompt",
     "dcg",
     "flatten_ranking",
@@ -38,6 +48,8 @@ __all__ = [
     "parse_judge_label",
     "pseudo_session_id",
     "qa_summary",
+    "session_evaluation",
+    "session_labels",
     "session_metrics",
     "session_ranking",
     "strip_turn_suffix",
@@ -176,6 +188,37 @@ def turn_metrics(
     return out
 
 
+def _lookup(session_of: Callable[[str], str] | Mapping[str, str]) -> Callable[[str], str]:
+    return session_of.__getitem__ if isinstance(session_of, Mapping) else session_of
+
+
+def session_labels(
+    ranked: Sequence[Sequence[str]],
+    session_of: Callable[[str], str] | Mapping[str, str],
+    answer_session_ids: Collection[str],
+    has_answer_turns: Collection[str],
+    user_turn_ids: Collection[str],
+) -> list[str]:
+    """The (pseudo-)session of every turn of the flattened user-turn ranking, in rank order.
+
+    Each turn maps to its session, except a user turn of an answer session that is not marked
+    ``has_answer``: it maps to :func:`pseudo_session_id` of that session, which is never gold (the
+    official code renames such a turn ``noans``). So hitting an answer session through an
+    irrelevant turn earns nothing. One label per ranked turn: a session ranked through two
+    turns appears twice.
+    """
+    lookup = _lookup(session_of)
+    answer_sessions = set(answer_session_ids)
+    marked = set(has_answer_turns)
+    out: list[str] = []
+    for turn_id in flatten_ranking(ranked, user_turn_ids):
+        session_id = lookup(turn_id)
+        if session_id in answer_sessions and turn_id not in marked:
+            session_id = pseudo_session_id(session_id)
+        out.append(session_id)
+    return out
+
+
 def session_ranking(
     ranked: Sequence[Sequence[str]],
     session_of: Callable[[str], str] | Mapping[str, str],
@@ -183,28 +226,105 @@ def session_ranking(
     has_answer_turns: Collection[str],
     user_turn_ids: Collection[str],
 ) -> list[str]:
-    """Ranked distinct (pseudo-)sessions, from the flattened user-turn ranking.
+    """Ranked distinct (pseudo-)sessions: :func:`session_labels`, each kept at its first
+    appearance."""
+    labels = session_labels(ranked, session_of, answer_session_ids, has_answer_turns, user_turn_ids)
+    return list(dict.fromkeys(labels))
 
-    Each turn maps to its session, except a user turn of an answer session that is not marked
-    ``has_answer``: it maps to :func:`pseudo_session_id` of that session, which is never gold. So
-    hitting an answer session through an irrelevant turn earns nothing, as in the official code.
-    Sessions are kept at their first appearance.
+
+@dataclass(frozen=True, slots=True)
+class SessionCutoff:
+    """Where LongMemEval's turn-to-session evaluation cuts one ranking at one k.
+
+    ``effective_k`` is the official grown cut-off, counted in ranked turns: it starts at k and
+    grows by one while it is at most ``corpus_turns`` and the first ``effective_k`` turns cover
+    fewer than k distinct (pseudo-)sessions. So it is the rank of the turn that brings the k-th
+    distinct session when the ranking has one, and otherwise ``max(k, corpus_turns + 1)``.
+    ``ranked_turns`` and ``ranked_sessions`` count the ranking's user turns and its distinct
+    (pseudo-)sessions; ``corpus_turns`` the haystack's user turns (the official corpus).
     """
-    lookup: Callable[[str], str] = (
-        session_of.__getitem__ if isinstance(session_of, Mapping) else session_of
-    )
+
+    k: int
+    effective_k: int
+    ranked_turns: int
+    ranked_sessions: int
+    corpus_turns: int
+
+    @property
+    def exhausted(self) -> bool:
+        """True when ``effective_k`` ran past the end of the ranking while corpus turns were left
+        unranked (the ranking covers fewer than k (pseudo-)sessions and is not the whole corpus).
+
+        The session values at k are then the official function's on the ranking given. The
+        official evaluation ranks the whole corpus, so its cut would have read further turns,
+        which could have been relevant. A ranking of the whole corpus is never exhausted, and
+        an empty ranking of a non-empty corpus always is.
+        """
+        return self.ranked_turns < min(self.effective_k, self.corpus_turns)
+
+
+def session_evaluation(
+    ranked: Sequence[Sequence[str]],
+    session_of: Callable[[str], str] | Mapping[str, str],
+    answer_session_ids: Collection[str],
+    has_answer_turns: Collection[str],
+    user_turn_ids: Collection[str],
+    ks: Iterable[int] = DEFAULT_KS,
+) -> tuple[dict[str, float], dict[int, SessionCutoff]]:
+    """Session-granularity metrics as LongMemEval's ``evaluate_retrieval_turn2session`` computes
+    them on this ranking, and where it cut the ranking at each k.
+
+    Args:
+        ranked: one list of turn ids per returned memory, best memory first; flattened by
+            :func:`flatten_ranking` and labelled by :func:`session_labels`.
+        session_of: a turn id's session id: a mapping or a function, for instance
+            :func:`strip_turn_suffix`.
+        answer_session_ids: the answer sessions. Their user turns marked ``has_answer`` are the
+            gold turns; their other user turns map to pseudo-sessions.
+        has_answer_turns: turns marked ``has_answer`` (marks outside answer sessions, and on
+            turns that are not user turns, are ignored).
+        user_turn_ids: every user turn of the haystack (distinct ids): the official corpus.
+        ks: cut-offs.
+
+    At each k, with ``effective_k`` as :class:`SessionCutoff` defines it, over the first
+    ``effective_k`` ranked turns (all of them when the ranking is shorter):
+
+    * gold sessions are the sessions of the gold turns (an answer session with no marked user
+      turn is not gold);
+    * ``session:recall_any@K`` / ``session:recall_all@K``: 1.0 if some / every gold session is
+      among those turns' sessions (with no gold turn: 0.0 / 1.0, the official arithmetic);
+    * ``session:ndcg_any@K``: the turns are scored one by one, not de-duplicated: a turn is
+      relevant when its (pseudo-)session is gold, that is, when it is a gold turn, so a gold
+      session ranked through two gold turns gains twice. DCG as :func:`dcg`, over the ideal DCG
+      of every gold turn of the corpus ranked first, cut at ``effective_k``: the turn nDCG at
+      ``effective_k`` (0.0 when there is no gold turn).
+    """
+    cutoffs = _check_ks(ks)
+    lookup = _lookup(session_of)
+    users = user_turn_ids if isinstance(user_turn_ids, set | frozenset) else set(user_turn_ids)
     answer_sessions = set(answer_session_ids)
-    marked = set(has_answer_turns)
+    gold_turns = {t for t in has_answer_turns if t in users and lookup(t) in answer_sessions}
+    gold = {lookup(t) for t in gold_turns}
+    labels = session_labels(ranked, lookup, answer_sessions, gold_turns, users)
+    firsts: list[int] = []  # 1-based rank at which each distinct (pseudo-)session first shows
     seen: set[str] = set()
-    out: list[str] = []
-    for turn_id in flatten_ranking(ranked, user_turn_ids):
-        session_id = lookup(turn_id)
-        if session_id in answer_sessions and turn_id not in marked:
-            session_id = pseudo_session_id(session_id)
-        if session_id not in seen:
-            seen.add(session_id)
-            out.append(session_id)
-    return out
+    for rank, label in enumerate(labels, start=1):
+        if label not in seen:
+            seen.add(label)
+            firsts.append(rank)
+    metrics: dict[str, float] = {}
+    cuts: dict[int, SessionCutoff] = {}
+    for k in cutoffs:
+        effective_k = firsts[k - 1] if k <= len(firsts) else max(k, len(users) + 1)
+        top = labels[:effective_k]
+        covered = set(top)
+        metrics[f"session:recall_any@{k}"] = float(any(g in covered for g in gold))
+        metrics[f"session:recall_all@{k}"] = float(all(g in covered for g in gold))
+        metrics[f"session:ndcg_any@{k}"] = ndcg_at_k(
+            [int(label in gold) for label in top], len(gold_turns), effective_k
+        )
+        cuts[k] = SessionCutoff(k, effective_k, len(labels), len(firsts), len(users))
+    return metrics, cuts
 
 
 def session_metrics(
@@ -215,27 +335,12 @@ def session_metrics(
     user_turn_ids: Collection[str],
     ks: Iterable[int] = DEFAULT_KS,
 ) -> dict[str, float]:
-    """Session-granularity metrics computed from a turn ranking.
-
-    The turn ranking is mapped by :func:`session_ranking`; the metrics at ``k`` are computed on
-    the first ``k`` distinct (pseudo-)sessions, i.e. the turn cut-off grows until ``k`` distinct
-    sessions are covered (or the ranking ends). Gold sessions are ``answer_session_ids``.
-
-    NDCG is computed on the de-duplicated session list against an ideal list of
-    ``min(len(gold), k)`` hits. (The official script instead scores the un-de-duplicated turn
-    list cut at the grown k, so repeated hits of one session add gain there; we follow the
-    de-duplicated definition.)
-
-    ``session_of`` maps a turn id to its session id: a mapping or a function, for instance
-    :func:`strip_turn_suffix`. Returns keys ``session:recall_any@K`` and so on.
-    """
-    cutoffs = _check_ks(ks)
-    gold = set(answer_session_ids)
-    ranking = session_ranking(ranked, session_of, gold, has_answer_turns, user_turn_ids)
-    out: dict[str, float] = {}
-    for k in cutoffs:
-        out.update(_metrics("session", ranking, gold, k))
-    return out
+    """The metrics of :func:`session_evaluation`: ``session:recall_any@K``,
+    ``session:recall_all@K`` and ``session:ndcg_any@K`` at every cut-off."""
+    metrics, _ = session_evaluation(
+        ranked, session_of, answer_session_ids, has_answer_turns, user_turn_ids, ks
+    )
+    return metrics
 
 
 # ---------------------------------------------------------------- answer judging

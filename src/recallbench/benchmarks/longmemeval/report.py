@@ -21,6 +21,10 @@ class LongMemEvalReport(BenchmarkReport):
             "turn:/session: metrics follow LongMemEval's retrieval evaluation (user turns only; "
             "session k grows until k distinct sessions are covered); abstention questions and "
             "questions without a user evidence turn are excluded and counted.",
+            "session:ranking_exhausted@k is 1 when that grown k ran past the system's ranking "
+            "with corpus turns left unranked: the session values at k are then the official "
+            "function's on the ranking given, while the official evaluation ranks the whole "
+            "corpus; its mean is the share of questions so flagged.",
             "label (QA accuracy) needs an LLM judge: null until one is configured; "
             "label:abstention is abstention accuracy on its own.",
         ]
