@@ -20,7 +20,7 @@ every exclusion.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from recallbench.benchmarks.longmemeval.metrics import (
     session_metrics,
@@ -32,6 +32,7 @@ from recallbench.score.rules import (
     RULE_NO_ANSWER,
     RULE_NO_JUDGE,
     RUN,
+    AnswerFigure,
     RuleSet,
     ScoringContext,
     source_turns_missing,
@@ -94,6 +95,9 @@ def retrieval_for(
 
 class LongMemEvalRules(RuleSet):
     name = "longmemeval"
+    answer_figures: ClassVar[tuple[AnswerFigure, ...]] = (
+        AnswerFigure(LABEL, "QA accuracy (judge label)"),
+    )
 
     def question_metrics(
         self,
