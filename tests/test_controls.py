@@ -27,6 +27,7 @@ from recallbench.controls import (
     floor_of,
 )
 from recallbench.pipeline import score_run, start_run, tables
+from recallbench.report.floor import control_cell
 from recallbench.results import store
 from recallbench.results.scored import Control, Floor
 from recallbench.score.predictions import score_predictions
@@ -67,6 +68,14 @@ def test_control_answers_are_a_documented_constant() -> None:
         "unknown",
         "n/a",
     )
+
+
+def test_a_control_cell_says_value_percent_and_denominator() -> None:
+    row = MetricRow("r", "d", "d@1", "x", "s", ALL, "gh_dry", None, 0.0125, "q", 800, 0)
+    assert control_cell(row) == "0.013 (1.3%, n=800)"  # the percent agrees with the value
+    excluded = dataclasses.replace(row, value=None, denominator=0, n_excluded=5)
+    assert control_cell(excluded) == "null (n=0) +5 excl."
+    assert control_cell(None) == "-"
 
 
 # ----------------------------------------------------------------------------- Glasshouse

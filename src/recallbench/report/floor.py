@@ -24,13 +24,15 @@ CONTROL_NOTE = (
 
 def control_cell(row: MetricRow | None) -> str:
     """``value (percent, n=denominator)``, ``+m excl.`` when questions were left out, ``null``
-    when nothing could be scored, ``-`` when the figure does not exist for the control."""
+    when nothing could be scored, ``-`` when the figure does not exist for the control. The
+    percent is the three-decimal value times 100 (``0.013 (1.3%, ...)``), so the two agree."""
     if row is None:
         return "-"
     if row.value is None:
         text = f"null (n={row.denominator})"
     else:
-        text = f"{fmt(row.value)} ({100 * row.value:.1f}%, n={row.denominator})"
+        shown = fmt(row.value)
+        text = f"{shown} ({100 * float(shown):.1f}%, n={row.denominator})"
     if row.n_excluded:
         text += f" +{row.n_excluded} excl."
     return text
