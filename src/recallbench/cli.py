@@ -343,7 +343,10 @@ def controls_cmd(
     except UserError as exc:
         raise fail(str(exc)) from None
     pinned = "" if ds.pinned else " (NOT the pinned release)"
-    say = lambda line: console.print(line, highlight=False, markup=False, soft_wrap=True)  # noqa: E731
+
+    def say(line: str) -> None:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
     say(f"dataset {ds.version_label}: {len(ds.questions)} questions; sha256 {ds.checksum}{pinned}")
     if not floor.scores_answers:
         say(

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recallbench.benchmarks import benchmark_of, get_benchmark, load_dataset
+from recallbench.benchmarks import benchmark_of, load_dataset
 from recallbench.contracts import Observation, sha256_text, to_json_dict
-from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
+from recallbench.datasets.dataset import LoadedDataset
 from recallbench.results.scored import Control, Floor
 from recallbench.score.aggregate import aggregate
 from recallbench.score.predictions import PREDICTIONS_SYSTEM, record_to_observation
@@ -136,9 +136,8 @@ def dataset_controls(
 ) -> tuple[LoadedDataset, Floor]:
     """Load ``ref`` as for scoring a predictions file (no corpus needed) and compute its floor
     at the dataset's own depths with :data:`CONTROL_ANSWERS` and ``extra_answers``."""
-    rules = get_benchmark(parse_dataset_ref(ref)[0]).rules
     ds = load_dataset(ref, data_dir, options, predictions=True)
-    return ds, floor_of(ds, rules, ds.default_k, control_answers(extra_answers))
+    return ds, floor_of(ds, benchmark_of(ds).rules, ds.default_k, control_answers(extra_answers))
 
 
 def floor_lines(floor: Floor) -> list[dict[str, Any]]:

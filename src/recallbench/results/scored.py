@@ -18,6 +18,7 @@ class Control:
     """One fixed answer given to every question of a dataset, as if an answer model wrote it
     after retrieving nothing, scored by the dataset's rules through the one scorer.
 
+    ``answer`` is None for the retrieval control (no answer at all, nothing returned);
     ``label`` names it in tables (the answer, or a description of the empty one); ``run_id``
     is deterministic (``control-`` and 12 hex digits of the SHA-256 of the dataset checksum and
     the answer); ``metrics`` are the aggregate rows of that scoring, the rows ``recallbench
@@ -25,7 +26,7 @@ class Control:
     a system of a run: its rows are written to no ``verdicts.jsonl`` or ``metrics.jsonl``.
     """
 
-    answer: str
+    answer: str | None
     label: str
     run_id: str
     metrics: tuple[MetricRow, ...]
@@ -36,7 +37,7 @@ class Floor:
     """What saying nothing scores on one dataset: its controls, and the figures to read.
 
     ``figures`` are the rule set's answer figures; empty when the rule set scores retrieval only,
-    and then ``controls`` holds the one control that answers and returns nothing.
+    and then ``controls`` holds the one control that gives no answer and returns nothing.
     """
 
     dataset: str
