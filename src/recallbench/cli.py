@@ -1,4 +1,4 @@
-"""The ``recallbench`` command line: run, score, systems, datasets, verify."""
+"""The ``recallbench`` command line: run, score, controls, systems, datasets, verify."""
 
 from __future__ import annotations
 
@@ -312,6 +312,65 @@ def score_file(
 
         print_table(metric_table(result.metrics, ds.key))
     console.print(f"verdicts and metrics: {folder}", highlight=False, markup=False)
+
+
+@app.command("controls")
+def controls_cmd(
+    dataset: Annotated[str, typer.Option(help="Dataset (name, name:variant or name@PATH).")],
+    tier: Annotated[str | None, typer.Option(help="Variant (tier) of the dataset.")] = None,
+    questions: Annotated[str | None, typer.Option(help="Question set of the dataset.")] = None,
+    answer: Annotated[
+        list[str] | None,
+        typer.Option("--answer", help="A further fixed answer to score (repeatable)."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the figures here, one JSON line per figure.")
+    ] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """What saying nothing scores: fixed answers ("", "I don't know.", ...) with nothing
+    retrieved, scored by the benchmark's own rules, per slice and overall."""
+    from recallbench.controls import dataset_controls, floor_lines
+    from recallbench.report.floor import floor_table
+    from recallbench.report.summary import retrieval_floor_table
+    from recallbench.results import store
+
+    data = resolve_data_dir(data_dir)
+    ref = f"{dataset}:{tier}" if tier else dataset
+    options: dict[str, Any] = {"questions": questions} if questions else {}
+    try:
+        ds, floor = dataset_controls(ref, data, options, answer or ())
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    pinned = "" if ds.pinned else " (NOT the pinned release)"
+
+    def say(line: str) -> None:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+    say(f"dataset {ds.version_label}: {len(ds.questions)} questions; sha256 {ds.checksum}{pinned}")
+    if not floor.scores_answers:
+        say(
+            f"{ds.key}: retrieval only: the {floor.rules} rules score no answer, so a fixed "
+            "answer has nothing to be scored on; the floor is a system that returns nothing, "
+            "which scores 0 on every retrieval metric over the same denominator."
+        )
+        print_table(retrieval_floor_table(floor, ds.default_k))
+    else:
+        title = f"{ds.version_label}: controls (fixed answers, nothing retrieved)"
+        print_table(floor_table(floor, title))
+        if not floor.measured:
+            figures = {f.metric for f in floor.figures}
+            rows = [r for c in floor.controls for r in c.metrics if r.metric in figures]
+            reasons = sorted({r.null_reason for r in rows if r.null_reason})
+            say(
+                f"{ds.key}: every figure is null, no fixed answer can be scored here: "
+                + "; ".join(reasons)
+            )
+    for c in floor.controls:
+        say(f"control {c.label!r}: run id {c.run_id}")
+    if out is not None:
+        store.write_jsonl(out, floor_lines(floor))
+        say(f"figures: {out}")
 
 
 @app.command("systems")

@@ -3,7 +3,8 @@
 Dataset loaders produce :class:`Turn`, :class:`Session` and :class:`Question`; the runner hands
 systems :class:`Session` objects made of harness-chosen :class:`Chunk` ingest units and receives
 :class:`Memory` lists; it writes :class:`Observation` records. The scorer turns observations into
-:class:`Verdict` records, and aggregation turns verdicts into :class:`MetricRow` records.
+:class:`Verdict` records, and aggregation turns verdicts into :class:`MetricRow` records. A rule
+set names its answer figures with :class:`AnswerFigure` (what the do-nothing controls report).
 
 Every record serialises to plain JSON with :func:`to_json_dict` and back with the module-level
 ``*_from_dict`` function named after it.
@@ -208,6 +209,21 @@ class MetricRow:
     null_reason: str | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerFigure:
+    """A figure that scores an answer, as the do-nothing controls report it.
+
+    ``metric`` is a metric key as written in ``metrics.jsonl`` rows (``name`` or
+    ``name:variant``, e.g. ``gh_dry:weighted``), ``label`` how tables name it; with
+    ``per_slice`` false the figure is shown over all questions only (LoCoMo's 1-4 figure, whose
+    per-category values repeat ``f1``).
+    """
+
+    metric: str
+    label: str
+    per_slice: bool = True
 
 
 def to_json_dict(record: Any) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 
 from recallbench.benchmarks import benchmark_of, load_dataset
 from recallbench.contracts import IngestRecord, MetricRow, Observation, Verdict, ingest_from_dict
+from recallbench.controls import run_floors
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.errors import RunFolderError
 from recallbench.report.hooks import BenchmarkReport
@@ -206,7 +207,10 @@ def tables(scored: ScoredRun) -> list[Table]:
 def score_run(
     run_dir: Path, data_dir: Path, datasets: Sequence[LoadedDataset] | None = None
 ) -> ScoredRun:
-    """Re-score a results folder from its logs: verdicts, metrics, exports and summary."""
+    """Re-score a results folder from its logs: verdicts, metrics, exports and summary.
+
+    The summary also shows each dataset's floor (:func:`recallbench.controls.run_floors` at the
+    run's depths), computed here from the questions and written to no log."""
     manifest = read_manifest(run_dir)
     spec = manifest.spec
     loaded = list(datasets) if datasets is not None else load_run_datasets(manifest, data_dir)
@@ -246,6 +250,7 @@ def score_run(
         missing,
         observations=len(observations),
         answers_generated=sum(1 for o in observations if o.answer_generated),
+        floors=run_floors(loaded, spec.k),
     )
     store.write_text(run_dir / store.SUMMARY, render_summary(scored, reports_of(loaded)))
     return scored

@@ -1,6 +1,10 @@
 """The human-readable summary of a scored run: tables for the console and ``summary.md``.
 
-Every figure shown is a row of ``metrics.jsonl``; every table says its denominator.
+Every figure of a system is a row of ``metrics.jsonl`` (a benchmark's cross-dataset tables say
+when they are computed from ``verdicts.jsonl`` instead); every table says its denominator. Each
+dataset's floor (its do-nothing controls, :mod:`recallbench.report.floor`) is shown beside the
+systems and labelled a control: a row of the retrieval table for a retrieval-only dataset, a
+table of its own for a dataset whose rules score answers.
 """
 
 from __future__ import annotations
@@ -8,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from recallbench.contracts import ALL, MetricRow
+from recallbench.report.floor import floor_table
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.tables import Table, fmt
-from recallbench.results.scored import ScoredRun
+from recallbench.results.scored import Floor, ScoredRun
 
 Reports = Mapping[str, BenchmarkReport]
 """The report hooks of each dataset of a run, by dataset key (handed in by the pipeline)."""
@@ -20,44 +25,88 @@ def _index(rows: Sequence[MetricRow]) -> dict[tuple[str, str, str, str, int | No
     return {(r.dataset, r.system, r.slice, r.metric, r.k): r for r in rows}
 
 
-def system_table(scored: ScoredRun, dataset_key: str) -> Table:
-    spec_k = scored.spec.k
-    kmax = scored.spec.k_max
-    idx = _index(scored.metrics)
-    systems = scored.systems
+RETRIEVAL_FLOOR_NOTE = (
+    "{label} is a control, not a system: a search that returns nothing for every question, "
+    "scored by the same scorer over the same questions (computed from the dataset's "
+    "questions, not a row of metrics.jsonl)."
+)
+
+
+def _retrieval_cells(
+    label: str, rows: Sequence[MetricRow], spec_k: Sequence[int], kmax: int
+) -> tuple[list[str], MetricRow | None]:
+    """One line of the retrieval table from one system's (or control's) rows over all
+    questions, and its ``evidence_hit@kmax`` row."""
+    by_key = {(r.metric, r.k): r for r in rows if r.slice == ALL}
+
+    def get(metric: str, k: int | None = None) -> MetricRow | None:
+        return by_key.get((metric, k))
+
+    hit = get("evidence_hit", kmax)
+    cells = [label, f"{hit.denominator}" if hit else "0"]
+    cells += [fmt(getattr(get("evidence_hit", k), "value", None)) for k in spec_k]
+    for m in ("evidence_recall", "all_evidence", "mrr", "ndcg"):
+        cells.append(fmt(getattr(get(m, kmax), "value", None)))
+    cells.append(fmt(getattr(get("evidence_recall_all_returned"), "value", None)))
+    for m in ("error_rate", "unusable_rate"):
+        r = get(m)
+        cells.append(f"{round((r.value or 0) * r.denominator)}/{r.denominator}" if r else "-")
+    cells.append(fmt(getattr(get("chars_returned_mean"), "value", None), 0))
+    cells.append(fmt(getattr(get("latency_ms_p50"), "value", None), 2))
+    ing = get("ingest_ms_total")
+    cells.append(fmt(ing.value if ing else None, 1))
+    return cells, hit
+
+
+def _retrieval_columns(spec_k: Sequence[int], kmax: int) -> tuple[str, ...]:
     columns = ["system", "n"]
     columns += [f"hit@{k}" for k in spec_k]
     columns += [f"recall@{kmax}", f"all@{kmax}", f"MRR@{kmax}", f"nDCG@{kmax}"]
     columns += ["recall(all ret.)", "errors", "empty", "chars/q", "p50 ms", "ingest ms"]
+    return tuple(columns)
+
+
+def retrieval_floor_table(floor: Floor, ks: Sequence[int]) -> Table:
+    """A retrieval floor alone, in the columns of the retrieval table at depths ``ks``
+    (``recallbench controls`` on a retrieval-only dataset)."""
+    kmax = max(ks)
+    rows = [tuple(_retrieval_cells(c.label, c.metrics, ks, kmax)[0]) for c in floor.controls]
+    notes = " ".join(RETRIEVAL_FLOOR_NOTE.format(label=c.label) for c in floor.controls)
+    return Table(
+        f"{floor.dataset}: retrieval floor (the {floor.rules} rules score no answer)",
+        _retrieval_columns(ks, kmax),
+        tuple(rows),
+        "n = questions scored for retrieval; errors and empty are out of all questions asked. "
+        + notes,
+    )
+
+
+def system_table(scored: ScoredRun, dataset_key: str) -> Table:
+    """The retrieval table of one dataset: a line per system, then the floor line of a
+    retrieval-only dataset (labelled a control in the caption)."""
+    spec_k = scored.spec.k
+    kmax = scored.spec.k_max
+    columns = _retrieval_columns(spec_k, kmax)
     rows = []
     caption = ""
-    for system in systems:
-
-        def get(metric: str, k: int | None = None, system: str = system) -> MetricRow | None:
-            return idx.get((dataset_key, system, ALL, metric, k))
-
-        hit = get("evidence_hit", kmax)
-        n = f"{hit.denominator}" if hit else "0"
-        if hit and hit.n_excluded:
+    mine = [r for r in scored.metrics if r.dataset == dataset_key]
+    ignoring = {s.name for s in scored.manifest.systems if (s.capabilities or {}).get("ignores_k")}
+    for system in scored.systems:
+        cells, hit = _retrieval_cells(system, [r for r in mine if r.system == system], spec_k, kmax)
+        if hit and hit.n_excluded and system not in ignoring:
             caption = f"Excluded from retrieval: {hit.exclusion_rule}."
-        cells = [system, n]
-        cells += [fmt(getattr(get("evidence_hit", k), "value", None)) for k in spec_k]
-        for m in ("evidence_recall", "all_evidence", "mrr", "ndcg"):
-            cells.append(fmt(getattr(get(m, kmax), "value", None)))
-        cells.append(fmt(getattr(get("evidence_recall_all_returned"), "value", None)))
-        for m in ("error_rate", "unusable_rate"):
-            r = get(m)
-            cells.append(f"{round((r.value or 0) * r.denominator)}/{r.denominator}" if r else "-")
-        cells.append(fmt(getattr(get("chars_returned_mean"), "value", None), 0))
-        cells.append(fmt(getattr(get("latency_ms_p50"), "value", None), 2))
-        ing = get("ingest_ms_total")
-        cells.append(fmt(ing.value if ing else None, 1))
         rows.append(tuple(cells))
+    floor = scored.floors.get(dataset_key)
+    if floor is not None and not floor.scores_answers:
+        for control in floor.controls:
+            cells, _ = _retrieval_cells(control.label, control.metrics, spec_k, kmax)
+            rows.append(tuple(cells))
+            caption += " " + RETRIEVAL_FLOOR_NOTE.format(label=control.label)
     cap = (
         "n = questions scored for retrieval (failed searches count as misses); "
         "recall(all ret.) counts every memory returned, whatever k; "
         "errors and empty are out of all questions asked; p50 ms over usable searches only. "
-        + caption
+        + caption.strip()
         + "".join(f" {note}" for note in ignores_k_notes(scored))
     )
     return Table(
@@ -104,8 +153,10 @@ def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None)
 
 
 def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
-    """Every table of a run: per dataset the generic ones then the benchmark's own, then the
-    tables each benchmark draws across its datasets."""
+    """Every table of a run: per dataset the generic ones, the benchmark's own and its answer
+    floor (when its rules score answers and some control figure has a value, so not for a
+    benchmark whose answer figures all wait for a judge), then the tables each benchmark draws
+    across its datasets."""
     kmax = scored.spec.k_max
     out: list[Table] = []
     for ds in scored.datasets:
@@ -114,6 +165,9 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
         if by_slice:
             out.append(by_slice)
         out.extend(reports[ds.key].summary_tables(scored, ds))
+        floor = scored.floors.get(ds.key)
+        if floor is not None and floor.scores_answers and floor.measured:
+            out.append(floor_table(floor))
     by_report: dict[int, tuple[BenchmarkReport, list]] = {}
     for ds in scored.datasets:
         report = reports[ds.key]
@@ -201,7 +255,11 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
     lines.append("")
     for t in tables(scored, reports):
         lines.append(_markdown_table(t))
-    lines.append("Every figure is a row of metrics.jsonl, recomputable from verdicts.jsonl.")
+    lines.append(
+        "Every figure of a system is a row of metrics.jsonl, recomputable from verdicts.jsonl "
+        "(unless its table says otherwise); floor figures are controls, recomputable with "
+        "`recallbench controls`."
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -1,14 +1,66 @@
-"""A scored run as the report layer sees it: manifest, datasets, verdicts and metric rows."""
+"""A scored run as the report layer sees it: manifest, datasets, verdicts, metric rows, and the
+floor of each dataset (the do-nothing controls, which are never a system)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from recallbench.contracts import MetricRow, Verdict
+from recallbench.contracts import AnswerFigure, MetricRow, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.results.manifest import RunManifest
 from recallbench.spec import RunSpec
+
+
+@dataclass(frozen=True)
+class Control:
+    """One fixed answer given to every question of a dataset, as if an answer model wrote it
+    after retrieving nothing, scored by the dataset's rules through the one scorer.
+
+    ``answer`` is None for the retrieval control (no answer at all, nothing returned);
+    ``label`` names it in tables (the answer, or a description of the empty one); ``run_id``
+    is deterministic (``control-`` and 12 hex digits of the SHA-256 of the dataset checksum and
+    the answer); ``metrics`` are the aggregate rows of that scoring, the rows ``recallbench
+    score`` gives a predictions file of the same lines (``system`` included). A control is never
+    a system of a run: its rows are written to no ``verdicts.jsonl`` or ``metrics.jsonl``.
+    """
+
+    answer: str | None
+    label: str
+    run_id: str
+    metrics: tuple[MetricRow, ...]
+
+
+@dataclass(frozen=True)
+class Floor:
+    """What saying nothing scores on one dataset: its controls, and the figures to read.
+
+    ``figures`` are the rule set's answer figures; empty when the rule set scores retrieval only,
+    and then ``controls`` holds the one control that gives no answer and returns nothing.
+    """
+
+    dataset: str
+    rules: str
+    figures: tuple[AnswerFigure, ...]
+    controls: tuple[Control, ...]
+
+    @property
+    def scores_answers(self) -> bool:
+        """The rule set declares answer figures (else this is a retrieval floor)."""
+        return bool(self.figures)
+
+    @property
+    def measured(self) -> bool:
+        """Some figure of some control has a value: false when every answer figure is null
+        (LongMemEval and BEAM, whose answer figures need an LLM judge recallbench lacks)."""
+        wanted = {f.metric for f in self.figures}
+        return any(
+            r.value is not None
+            for c in self.controls
+            for r in c.metrics
+            if not wanted or r.metric in wanted
+        )
 
 
 @dataclass(frozen=True)
@@ -23,6 +75,8 @@ class ScoredRun:
     observations: int = 0
     answers_generated: int = 0
     """Observations whose answer an answer model wrote (0 in a retrieval-only run)."""
+    floors: Mapping[str, Floor] = field(default_factory=dict)
+    """Each dataset's floor by dataset key, computed at scoring time from its questions."""
 
     @property
     def spec(self) -> RunSpec:

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from recallbench.contracts import Observation, Question, Verdict, to_json_dict
+from recallbench.contracts import AnswerFigure, Observation, Question, Verdict, to_json_dict
 
 RULE_NO_EVIDENCE = "no_evidence"
 RULE_EVIDENCE_UNKNOWN = "evidence_unknown"
@@ -89,6 +89,10 @@ class RuleSet:
     """Metrics also reported weighted by ``Question.weight`` (``<metric>:weighted``)."""
     answer_modes: ClassVar[tuple[str, ...] | None] = None
     """Answer scoring modes a predictions file may ask for (None: the benchmark has no choice)."""
+    answer_figures: ClassVar[tuple[AnswerFigure, ...]] = ()
+    """The benchmark's answer figures, in the order reports show them: what the do-nothing
+    controls (``recallbench controls``, the summary's floor) are read on. Empty: the benchmark
+    scores retrieval only, and its floor is that of a system that returns nothing."""
 
     def check_mode(self, mode: str | None) -> None:
         """Refuse an answer scoring mode the benchmark cannot apply (raise an OptionError)."""

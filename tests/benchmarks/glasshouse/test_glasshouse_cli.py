@@ -65,6 +65,11 @@ def test_core_run_tables_exports_and_round_trip(data: Path, tmp_path: Path) -> N
         assert text in output
     summary = (run_dir / store.SUMMARY).read_text()
     assert "image mode native" in summary and "Glasshouse dry score by axis" in summary
+    # the floor beside the systems, labelled a control, computed from the questions
+    assert "### glasshouse-v0.1:core: floor (says nothing)" in summary
+    assert "| all | dry plain | 0.000 (0.0%, n=633) | 0.092 (9.2%, n=633) |" in summary
+    assert "| all | dry weighted | 0.000 (0.0%, n=633) | 0.145 (14.5%, n=633) |" in summary
+    assert "A control, not a system" in summary and "floor (says nothing)" in output
     verdicts = _lines(run_dir / store.VERDICTS)
     for system in ("bm25", "random"):
         export = run_dir / "exports" / "glasshouse" / system / "core-core.jsonl"
@@ -125,6 +130,33 @@ def test_says_nothing_control(data: Path, tmp_path: Path, tier: str, questions: 
         assert plain == weighted == 1.0
     else:
         assert plain < 0.20 and weighted < 0.20, (plain, weighted)
+
+
+@pytest.mark.parametrize(
+    ("tier", "questions", "plain", "weighted"),
+    [("core", "core", 0.092, 0.145), ("small", "small", 0.095, 0.165),
+     ("medium", "medium", 0.091, 0.160), ("full", "full", 0.067, 0.121),
+     ("small", "xling", 0.013, 0.013), ("small", "probes", 1.0, 1.0)],
+)  # fmt: skip
+def test_controls_give_the_documented_floor(
+    data: Path, tmp_path: Path, tier: str, questions: str, plain: float, weighted: float
+) -> None:
+    """docs/glasshouse.md's "says nothing" table is what `recallbench controls` prints."""
+    out = tmp_path / "floor.jsonl"
+    result = _invoke(
+        "controls", "--dataset", NAME, "--tier", tier, "--questions", questions,
+        "--data-dir", str(data), "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    n = len(_lines(data / NAME / FILES[questions]))
+    overall = {
+        (x["control"], x["metric"]): (round(x["value"], 3), x["denominator"])
+        for x in _lines(out)
+        if x["slice"] == "all"
+    }
+    assert overall[("I don't know.", "gh_dry")] == (plain, n)
+    assert overall[("I don't know.", "gh_dry:weighted")] == (weighted, n)
+    assert overall[("", "gh_dry")] == (0.0, n)
 
 
 def test_refusals_are_clear_errors(data: Path, tmp_path: Path) -> None:

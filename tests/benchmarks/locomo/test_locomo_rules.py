@@ -234,6 +234,26 @@ def test_run_prints_per_category_figures_with_denominators(mini: Path, tmp_path:
     assert "no_answer (4)" in f1.caption
     summary = (scored.run_dir / "summary.md").read_text()
     assert "category 5 (adversarial) in the denominator" in summary
+    # the floor beside the systems: LoCoMo F1 of fixed answers, labelled a control
+    floor = by_title["locomo: floor (says nothing): fixed answers, nothing retrieved"]
+    assert floor.columns == (
+        "slice",
+        "figure",
+        "(empty answer)",
+        "I don't know.",
+        "No information available.",
+        "Not mentioned in the conversation.",
+    )
+    rows = {(r[0], r[1]): r[2:] for r in floor.rows}
+    assert rows[("adversarial", "F1")] == (
+        "0.000 (0.0%, n=1)",
+        "0.000 (0.0%, n=1)",
+        "1.000 (100.0%, n=1)",
+        "1.000 (100.0%, n=1)",
+    )
+    assert rows[("all", "F1 over categories 1-4 (5 left out)")][0] == "0.000 (0.0%, n=3) +1 excl."
+    assert "A control, not a system" in floor.caption
+    assert "floor (says nothing)" in summary
 
 
 def test_external_predictions(mini: Path, tmp_path: Path) -> None:

@@ -17,10 +17,18 @@ metric; the generic retrieval metrics over ``source_chat_ids`` are reported besi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from recallbench.benchmarks.beam.metrics import EVENT_ORDERING
 from recallbench.contracts import Observation, Question
-from recallbench.score.rules import RULE_NO_ANSWER, RULE_NO_JUDGE, RUN, RuleSet, ScoringContext
+from recallbench.score.rules import (
+    RULE_NO_ANSWER,
+    RULE_NO_JUDGE,
+    RUN,
+    AnswerFigure,
+    RuleSet,
+    ScoringContext,
+)
 
 RUBRIC = "rubric"
 EVENT_ORDER = "event_ordering"
@@ -35,6 +43,10 @@ class BeamRules(RuleSet):
     """BEAM's lines for ``recallbench score FILE --out`` are the default: every metric."""
 
     name = "beam"
+    answer_figures: ClassVar[tuple[AnswerFigure, ...]] = (
+        AnswerFigure(RUBRIC, "rubric score"),
+        AnswerFigure(EVENT_ORDER, "event ordering", per_slice=False),
+    )
 
     def question_metrics(
         self,

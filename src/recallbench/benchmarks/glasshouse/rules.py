@@ -41,6 +41,7 @@ from recallbench.errors import OptionError
 from recallbench.score.rules import (
     RULE_NOT_REPORTED,
     RUN,
+    AnswerFigure,
     RuleSet,
     ScoringContext,
     evidence_null_reason,
@@ -164,6 +165,10 @@ class GlasshouseRules(RuleSet):
     name = "glasshouse"
     weighted_metrics: ClassVar[tuple[str, ...]] = (DRY,)
     answer_modes: ClassVar[tuple[str, ...] | None] = SCORING_MODES
+    answer_figures: ClassVar[tuple[AnswerFigure, ...]] = (
+        AnswerFigure(DRY, "dry plain"),
+        AnswerFigure(f"{DRY}:weighted", "dry weighted"),
+    )
 
     def check_mode(self, mode: str | None) -> None:
         """Refuse an answer scoring mode recallbench cannot apply to Glasshouse."""

@@ -17,13 +17,14 @@ Per question (stable names, also the keys of ``recallbench score FILE --out`` li
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from recallbench.benchmarks.locomo.metrics import ADVERSARIAL, evidence_recall, qa_score
 from recallbench.contracts import Observation, Question, Verdict
 from recallbench.score.rules import (
     RULE_NO_ANSWER,
     RUN,
+    AnswerFigure,
     RuleSet,
     ScoringContext,
     evidence_null_reason,
@@ -80,6 +81,10 @@ def f1_for(question: Question, observation: Observation) -> tuple[float | None, 
 
 class LocomoRules(RuleSet):
     name = "locomo"
+    answer_figures: ClassVar[tuple[AnswerFigure, ...]] = (
+        AnswerFigure(F1, "F1"),
+        AnswerFigure(F1_EXCL, "F1 over categories 1-4 (5 left out)", per_slice=False),
+    )
 
     def question_metrics(
         self,

@@ -27,7 +27,7 @@ every exclusion.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from recallbench.benchmarks.longmemeval.metrics import (
     SessionCutoff,
@@ -40,6 +40,7 @@ from recallbench.score.rules import (
     RULE_NO_ANSWER,
     RULE_NO_JUDGE,
     RUN,
+    AnswerFigure,
     RuleSet,
     ScoringContext,
     source_turns_missing,
@@ -128,6 +129,9 @@ def retrieval_for(
 
 class LongMemEvalRules(RuleSet):
     name = "longmemeval"
+    answer_figures: ClassVar[tuple[AnswerFigure, ...]] = (
+        AnswerFigure(LABEL, "QA accuracy (judge label)"),
+    )
 
     def question_metrics(
         self,
