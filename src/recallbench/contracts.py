@@ -221,7 +221,7 @@ class RulesSource:
     def describe(self) -> str:
         """``owner/name file, file at commit C`` (and the note), as reports print it."""
         where = f"{self.repository} {', '.join(self.files)} at commit {self.commit}"
-        return f"{where} ({self.note})" if self.note else where
+        return f"{where}, {self.note}" if self.note else where
 
 
 @dataclass(frozen=True, slots=True)

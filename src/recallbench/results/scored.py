@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from recallbench.contracts import MetricRow, Verdict
+from recallbench.contracts import AppliedRules, MetricRow, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.results.manifest import RunManifest
 from recallbench.spec import RunSpec
@@ -23,6 +24,10 @@ class ScoredRun:
     observations: int = 0
     answers_generated: int = 0
     """Observations whose answer an answer model wrote (0 in a retrieval-only run)."""
+    rules: Mapping[str, AppliedRules] = field(default_factory=dict)
+    """The rules this scoring applied, by dataset key (handed down by the pipeline)."""
+    predictions: Path | None = None
+    """The predictions file scored, when this is not a run (``recallbench score FILE``)."""
 
     @property
     def spec(self) -> RunSpec:

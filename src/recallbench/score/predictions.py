@@ -124,7 +124,7 @@ RECALLBENCH_FORMAT = PredictionFormat(
     name="recallbench",
     id_field="id",
     fields={m: m for m in MEANINGS},
-    description="recallbench's own predictions lines (docs/benchmarks.md)",
+    description="recallbench's own predictions lines, docs/benchmarks.md",
 )
 """The generic shape, accepted for every dataset."""
 
@@ -162,6 +162,12 @@ class PredictionsScore:
     carried: tuple[str, ...] = ()
     """The fields (recallbench's names) that at least one line carries."""
     dataset_key: str = ""
+    sha256: str = ""
+    """The SHA-256 of the file's bytes."""
+    fields_seen: tuple[str, ...] = ()
+    """The fields found in the file (the format's names, in its declared order)."""
+    answers_generated: int = 0
+    """Observations counted as answered by an answer model (``answer_generated``)."""
 
     def notes(self) -> list[str]:
         """One line per thing a reader of the figures must know about how the file was read."""
@@ -467,6 +473,9 @@ def score_predictions(
         turns_checked=checked,
         carried=carried,
         dataset_key=dataset.key,
+        sha256=digest,
+        fields_seen=tuple(f for f in fmt.accepted if any(f in rec for _, rec in records)),
+        answers_generated=sum(1 for o in observations if o.answer_generated),
     )
 
 
