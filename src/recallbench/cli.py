@@ -333,7 +333,8 @@ def score_file(
             print_table(t)
     for note in done.result.notes():
         err.print(note, highlight=False, markup=False)
-    for line in [*predictions_header(done.result, done.scored), *rules_lines(done.scored)]:
+    header = predictions_header(done.result, done.scored, done.mode)
+    for line in [*header, *rules_lines(done.scored)]:
         console.print(line, highlight=False, markup=False)
     console.print(f"verdicts, metrics and summary: {done.folder}", highlight=False, markup=False)
 

@@ -280,6 +280,8 @@ class ScoredFile:
     dataset: LoadedDataset
     tables: tuple[Table, ...]
     folder: Path
+    mode: str | None = None
+    """The answer scoring mode applied, where the benchmark has a choice (else None)."""
 
 
 def predictions_run(
@@ -374,4 +376,4 @@ def score_file(
     store.write_text(folder / store.SUMMARY, summary)
     if out is not None:
         store.write_jsonl(out, per_question_lines(result, ds, bench.rules))
-    return ScoredFile(result, scored, ds, shown, folder)
+    return ScoredFile(result, scored, ds, shown, folder, shown_mode)

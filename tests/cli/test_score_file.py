@@ -185,3 +185,47 @@ def test_a_benchmark_run_records_its_rules_in_run_json(mini: Path, tmp_path: Pat
     summary = (run_dir / "summary.md").read_text()
     assert "following snap-research/LoCoMo task_eval/evaluation.py at commit 9228632" in summary
     assert "deviation: evidence_recall is computed over" in result.output
+
+
+LME_FIXTURE = (
+    Path(__file__).resolve().parents[1] / "fixtures" / "longmemeval" / "longmemeval_fixture.json"
+)
+
+
+def test_longmemeval_hypotheses_print_the_per_type_tables(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "hyp.jsonl",
+        [{"question_id": "fx_ssu_1", "hypothesis": "Rex."}, {"question_id": "fx_ms_2"}],
+    )
+    args = ["score", str(path), "--dataset", f"longmemeval@{LME_FIXTURE}",
+            "--data-dir", str(tmp_path)]  # fmt: skip
+    result = CliRunner().invoke(app, [*args, "--k", "1,5"])
+    assert result.exit_code == 0, result.output
+    assert "format: longmemeval (LongMemEval's hypothesis lines" in result.output
+    assert "QA accuracy (judge label) by question type" in result.output
+    assert "turn recall_any@5 by question type" in result.output
+    assert "1 line(s) have no 'hypothesis' while other lines do" in result.output
+    assert "following xiaowu0162/LongMemEval src/retrieval/eval_utils.py" in result.output
+    result = CliRunner().invoke(app, [*args, "--format", "recallbench"])
+    assert result.exit_code == 2 and "field 'question_id'" in result.output
+
+
+def test_glasshouse_file_prints_the_per_axis_tables(shared_data: Path, tmp_path: Path) -> None:
+    if not (shared_data / "glasshouse-v0.1" / "questions_core.jsonl").exists():
+        pytest.skip("Glasshouse v0.1 files not in the shared data folder")
+    path = _write(
+        tmp_path / "run.jsonl",
+        [{"id": "Q001", "answer": "a quarter acre", "retrieved_turns": [12], "prompt_tokens": 9}],
+    )
+    result = CliRunner().invoke(
+        app,
+        ["score", str(path), "--dataset", "glasshouse-v0.1", "--tier", "core", "--questions",
+         "core", "--data-dir", str(shared_data), "--name", "mine"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "mine, Glasshouse dry score by axis" in out
+    assert "scored from the predictions file run.jsonl" in out and "chunking" not in out
+    assert "format: glasshouse (Glasshouse's run records" in out
+    assert "answer scoring mode: dry" in out
+    assert "following wontopos/glasshouse glasshouse-v0.1/score.py" in out

@@ -93,7 +93,7 @@ class PredictionFormat:
                     f"(one of {', '.join(MEANINGS)}, or {NOT_SCORED})"
                 )
             if meaning in seen and meaning != NOT_SCORED:
-                raise ValueError(f"format {self.name}: two fields mean {meaning!r} twice")
+                raise ValueError(f"format {self.name}: two fields mean {meaning!r} (twice)")
             seen.add(meaning)
         if self.id_field in self.fields:
             raise ValueError(f"format {self.name}: {self.id_field!r} is the id field")
@@ -416,15 +416,15 @@ def score_predictions(
     unknown, checked = _check_unknown_turns(path, dataset, parsed, groups, fmt, unknown_turns)
     carried = tuple(m for m in MEANINGS if any(m in canon for _, canon in parsed))
     counts = {m: sum(1 for _, canon in parsed if m in canon) for m in (ANSWER, RETRIEVED)}
-    fills = {ANSWER: ("", "the empty answer"), RETRIEVED: ([], "nothing retrieved")}
+    fills = {ANSWER: "the empty answer", RETRIEVED: "nothing retrieved"}
     k = max(ks)
     observations: list[Observation] = []
     as_miss: dict[str, dict[str, str]] = {}
     for line, canon in parsed:
         qid = str(canon["id"])
-        for meaning, (value, what) in fills.items():
+        for meaning, what in fills.items():
             if meaning in carried and meaning not in canon:
-                canon[meaning] = value
+                canon[meaning] = "" if meaning == ANSWER else []
                 as_miss.setdefault(qid, {})[meaning] = (
                     f"{RULE_ABSENT_FIELD}: line {line} has no {fmt.field_for(meaning)!r} while "
                     f"{counts[meaning]} line(s) of the file do: scored as a miss ({what})"
@@ -434,7 +434,7 @@ def score_predictions(
             record_to_observation(canon, dataset, run_id, groups[qid], k, system, reason)
         )
     missing = tuple(q.id for q in dataset.questions if q.id not in seen)
-    filled = [what for m, (_, what) in fills.items() if m in carried]
+    filled = [what for m, what in fills.items() if m in carried]
     if MEMORIES in carried:
         filled.append("no memories")
     missing_reason = f"{RULE_MISSING_LINE}: {path.name} has no line for this question: " + (
