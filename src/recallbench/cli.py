@@ -207,11 +207,11 @@ def run(
                 scored = start_run(spec, data, out, bar.callbacks(), cache_dir, datasets=loaded)
     except UserError as exc:
         raise fail(str(exc)) from None
-    from recallbench.report.summary import provenance_lines
+    from recallbench.report.summary import provenance_lines, rules_lines
 
     for t in tables(scored):
         print_table(t)
-    for line in provenance_lines(scored):
+    for line in [*provenance_lines(scored), *rules_lines(scored)]:
         console.print(line, highlight=False, markup=False)
     console.print(f"results: {scored.run_dir}", highlight=False, markup=False)
 
@@ -242,10 +242,29 @@ def score(
         typer.Option(help="Folder for verdicts.jsonl and metrics.jsonl (prediction files)."),
     ] = None,
     data_dir: DataDirOpt = None,
+    format_name: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="Shape of the predictions lines: recallbench, or the benchmark's own "
+            "(longmemeval, glasshouse); default: detected from the fields.",
+        ),
+    ] = None,
+    name: Annotated[
+        str, typer.Option("--name", help="The system the predictions file is from.")
+    ] = "external",
+    unknown_turns: Annotated[
+        str,
+        typer.Option(
+            help="A retrieved turn id that names no turn: refuse (the default) or warn "
+            "(score it as an id that is not evidence, counted and reported)."
+        ),
+    ] = "refuse",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Re-score a run from disk without calling any system, or score a predictions file."""
     from recallbench.pipeline import score_run, tables
+    from recallbench.report.summary import rules_lines
 
     data = resolve_data_dir(data_dir)
     if target.is_dir():
@@ -256,62 +275,68 @@ def score(
         if not quiet:
             for t in tables(scored):
                 print_table(t)
+        for line in rules_lines(scored):
+            console.print(line, highlight=False, markup=False)
         console.print(f"scored: {target}", highlight=False, markup=False)
         return
     if not target.exists():
         raise fail(f"{target} does not exist")
     if dataset is None:
         raise fail("scoring a predictions file needs --dataset")
-    score_file(target, dataset, tier, questions, mode, k, out, results_dir, data, quiet)
+    ref = f"{dataset}:{tier}" if tier else dataset
+    options: dict[str, Any] = {"questions": questions} if questions else {}
+    ks = parse_ks(k) if k else None
+    score_file(
+        target, ref, options, mode, ks, out, results_dir, data, quiet,
+        format_name, name, unknown_turns,
+    )  # fmt: skip
 
 
 def score_file(
     target: Path,
-    dataset: str,
-    tier: str | None,
-    questions: str | None,
+    ref: str,
+    options: dict[str, Any],
     mode: str,
-    k: str | None,
+    ks: tuple[int, ...] | None,
     out: Path | None,
     results_dir: Path | None,
     data: Path,
     quiet: bool,
+    format_name: str | None = None,
+    name: str = "external",
+    unknown_turns: str = "refuse",
 ) -> None:
-    from recallbench.benchmarks import get_benchmark, load_dataset
-    from recallbench.datasets.dataset import parse_dataset_ref
-    from recallbench.results import store
-    from recallbench.score.predictions import per_question_lines, score_predictions
+    """``recallbench score FILE``: score, write, then print the tables (unless ``quiet``), the
+    notes on how the file was read (stderr), what the figures carry and the rules applied."""
+    from recallbench import pipeline
+    from recallbench.report.predictions import predictions_header
+    from recallbench.report.summary import rules_lines
 
-    ref = f"{dataset}:{tier}" if tier else dataset
-    options: dict[str, Any] = {}
-    if questions:
-        options["questions"] = questions
     try:
-        rules = get_benchmark(parse_dataset_ref(ref)[0]).rules
-        rules.check_mode(mode)
-        ds = load_dataset(ref, data, options, predictions=True)
-        ks = parse_ks(k) if k else ds.default_k
-        result = score_predictions(target, ds, ks, rules, mode)
+        done = pipeline.score_file(
+            target,
+            ref,
+            data,
+            options=options,
+            mode=mode,
+            ks=ks,
+            results_dir=results_dir,
+            out=out,
+            format_name=format_name,
+            system=name.strip(),
+            unknown_turns=unknown_turns,
+        )
     except UserError as exc:
         raise fail(str(exc)) from None
-    folder = results_dir or target.with_name(target.stem + ".scored")
-    folder.mkdir(parents=True, exist_ok=True)
-    store.write_jsonl(folder / store.VERDICTS, result.verdicts)
-    store.write_jsonl(folder / store.METRICS, result.metrics)
-    if out is not None:
-        store.write_jsonl(out, per_question_lines(result, ds, rules))
-    if result.missing_ids:
-        err.print(
-            f"{len(result.missing_ids)} question(s) of {ds.key} have no line in "
-            f"{target}: scored as misses",
-            highlight=False,
-            markup=False,
-        )
     if not quiet:
-        from recallbench.report.summary import metric_table
-
-        print_table(metric_table(result.metrics, ds.key))
-    console.print(f"verdicts and metrics: {folder}", highlight=False, markup=False)
+        for t in done.tables:
+            print_table(t)
+    for note in done.result.notes():
+        err.print(note, highlight=False, markup=False)
+    header = predictions_header(done.result, done.scored, done.mode)
+    for line in [*header, *rules_lines(done.scored)]:
+        console.print(line, highlight=False, markup=False)
+    console.print(f"verdicts, metrics and summary: {done.folder}", highlight=False, markup=False)
 
 
 @app.command("controls")

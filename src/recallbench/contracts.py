@@ -226,6 +226,50 @@ class AnswerFigure:
     per_slice: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class RulesSource:
+    """Where a benchmark publishes the scoring its rule set follows: a repository (``owner/name``
+    on GitHub), the commit read, and the files that define the scoring there. ``note`` says
+    anything else needed to find them (a branch other than the default, say)."""
+
+    repository: str
+    commit: str
+    files: tuple[str, ...]
+    note: str = ""
+
+    def describe(self) -> str:
+        """``owner/name file, file at commit C`` (and the note), as reports print it."""
+        where = f"{self.repository} {', '.join(self.files)} at commit {self.commit}"
+        return f"{where}, {self.note}" if self.note else where
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedRules:
+    """The rules a scoring applied to one dataset: the rule set's name, the official source it
+    follows (None when no benchmark publishes a scorer for the dataset) and the known
+    deviations from that source, each one sentence."""
+
+    scoring: str
+    source: RulesSource | None
+    deviations: tuple[str, ...] = ()
+
+    def lines(self, dataset_key: str) -> list[str]:
+        """Plain-text lines naming the rules: the source, then one line per deviation."""
+        if self.source is None:
+            head = (
+                f"rules for {dataset_key}: {self.scoring} (recallbench's own metrics; no "
+                "benchmark scorer is published for this dataset)"
+            )
+        else:
+            head = (
+                f"rules for {dataset_key}: {self.scoring}, following {self.source.describe()} "
+                "(reimplemented, no code copied)"
+            )
+        if self.source is not None and not self.deviations:
+            return [head, "  deviations: none known"]
+        return [head, *(f"  deviation: {d}" for d in self.deviations)]
+
+
 def to_json_dict(record: Any) -> Any:
     """Plain JSON-able structure for a record (dataclasses, tuples, mappings, scalars)."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):

@@ -16,12 +16,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from recallbench.benchmarks import benchmark_of, load_dataset
-from recallbench.contracts import IngestRecord, MetricRow, Observation, Verdict, ingest_from_dict
+from recallbench.benchmarks import benchmark_of, get_benchmark, load_dataset
+from recallbench.contracts import (
+    AppliedRules,
+    IngestRecord,
+    MetricRow,
+    Observation,
+    Verdict,
+    ingest_from_dict,
+)
 from recallbench.controls import run_floors
-from recallbench.datasets.dataset import LoadedDataset
+from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
 from recallbench.errors import RunFolderError
 from recallbench.report.hooks import BenchmarkReport
+from recallbench.report.predictions import predictions_tables, render_predictions_summary
 from recallbench.report.summary import render_summary
 from recallbench.report.summary import tables as report_tables
 from recallbench.report.tables import Table
@@ -37,6 +45,12 @@ from recallbench.results.manifest import (
 from recallbench.results.scored import ScoredRun
 from recallbench.run.runner import Progress, Runner, image_paths
 from recallbench.score.aggregate import aggregate
+from recallbench.score.predictions import (
+    PREDICTIONS_SYSTEM,
+    PredictionsScore,
+    per_question_lines,
+    score_predictions,
+)
 from recallbench.score.scorer import score_dataset
 from recallbench.spec import RunSpec
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
@@ -45,13 +59,16 @@ CACHE_ENV = "RECALLBENCH_CACHE"
 
 __all__ = [
     "RunFolderError",
+    "ScoredFile",
     "ScoredRun",
+    "applied_rules",
     "check_systems",
     "load_run_datasets",
     "read_logs",
     "read_manifest",
     "reports_of",
     "resume_run",
+    "score_file",
     "score_run",
     "start_run",
     "tables",
@@ -106,8 +123,16 @@ def system_records(spec: RunSpec) -> list[SystemRecord]:
     ]
 
 
+def applied_rules(datasets: Sequence[LoadedDataset]) -> dict[str, AppliedRules]:
+    """The rules each dataset is scored by (official source, deviations), by dataset key."""
+    return {ds.key: benchmark_of(ds).applied_rules for ds in datasets}
+
+
 def new_manifest(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> RunManifest:
-    records = [DatasetRecord.of(ds, benchmark_of(ds).rules.name) for ds in datasets]
+    records = []
+    for ds in datasets:
+        bench = benchmark_of(ds)
+        records.append(DatasetRecord.of(ds, bench.rules.name, bench.applied_rules))
     return RunManifest.new(spec, records, system_records(spec))
 
 
@@ -251,6 +276,119 @@ def score_run(
         observations=len(observations),
         answers_generated=sum(1 for o in observations if o.answer_generated),
         floors=run_floors(loaded, spec.k),
+        rules=applied_rules(loaded),
     )
     store.write_text(run_dir / store.SUMMARY, render_summary(scored, reports_of(loaded)))
     return scored
+
+
+# ------------------------------------------------------------------ predictions files
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoredFile:
+    """A scored predictions file: what reading it found (``result``), the run-like view the
+    report draws from (``scored``), the tables shown, and the folder written."""
+
+    result: PredictionsScore
+    scored: ScoredRun
+    dataset: LoadedDataset
+    tables: tuple[Table, ...]
+    folder: Path
+    mode: str | None = None
+    """The answer scoring mode applied, where the benchmark has a choice (else None)."""
+
+
+def predictions_run(
+    result: PredictionsScore,
+    ds: LoadedDataset,
+    ref: str,
+    ks: Sequence[int],
+    folder: Path,
+    options: Mapping[str, Any],
+) -> ScoredRun:
+    """The :class:`ScoredRun` of a predictions file, for the report: one system (the file's
+    name for it), one dataset, no clock time (so its summary is the same bytes every time)."""
+    bench = benchmark_of(ds)
+    spec = RunSpec(
+        systems=(result.system,),
+        datasets=(ref,),
+        k=tuple(ks),
+        chunking="",
+        dataset_options=dict(options),
+    )
+    manifest = RunManifest(
+        run_id=result.run_id,
+        spec=spec,
+        spec_hash=spec.spec_hash,
+        concurrency=1,
+        datasets=[DatasetRecord.of(ds, bench.rules.name, bench.applied_rules)],
+        systems=[SystemRecord(name=result.system, source="predictions file", capabilities=None)],
+        started_at="",
+        status="complete",
+    )
+    return ScoredRun(
+        folder,
+        manifest,
+        (ds,),
+        result.verdicts,
+        result.metrics,
+        {},
+        observations=len(result.verdicts),
+        answers_generated=result.answers_generated,
+        rules={ds.key: bench.applied_rules},
+        predictions=result.path,
+    )
+
+
+def score_file(
+    path: Path,
+    ref: str,
+    data_dir: Path,
+    *,
+    options: Mapping[str, Any] | None = None,
+    mode: str | None = None,
+    ks: Sequence[int] | None = None,
+    results_dir: Path | None = None,
+    out: Path | None = None,
+    format_name: str | None = None,
+    system: str = PREDICTIONS_SYSTEM,
+    unknown_turns: str = "refuse",
+) -> ScoredFile:
+    """Score a predictions file against dataset ``ref`` by its benchmark's rules and write
+    ``verdicts.jsonl``, ``metrics.jsonl`` and ``summary.md`` to ``results_dir`` (default
+    ``FILE.scored/`` beside the file), and ``out`` (one line per question) when given.
+
+    ``ks`` default to the dataset's own depths; ``format_name``, ``system`` and
+    ``unknown_turns`` are those of :func:`~recallbench.score.predictions.score_predictions`.
+    Everything is checked before anything is written.
+    """
+    opts = dict(options or {})
+    bench = get_benchmark(parse_dataset_ref(ref)[0])
+    bench.rules.check_mode(mode)
+    ds = load_dataset(ref, data_dir, opts, predictions=True)
+    depths = tuple(ks) if ks else tuple(ds.default_k)
+    result = score_predictions(
+        path,
+        ds,
+        depths,
+        bench.rules,
+        mode,
+        formats=bench.accepted_formats,
+        format_name=format_name,
+        system=system,
+        unknown_turns=unknown_turns,
+    )
+    folder = results_dir or path.with_name(path.stem + ".scored")
+    scored = predictions_run(result, ds, ref, depths, folder, opts)
+    shown = tuple(predictions_tables(scored, bench.report, bench.headline))
+    folder.mkdir(parents=True, exist_ok=True)
+    store.write_jsonl(folder / store.VERDICTS, result.verdicts)
+    store.write_jsonl(folder / store.METRICS, result.metrics)
+    notes = bench.report.summary_notes(ds)
+    shown_mode = mode if bench.rules.answer_modes is not None else None
+    summary = render_predictions_summary(result, scored, shown, notes, shown_mode)
+    store.write_text(folder / store.SUMMARY, summary)
+    if out is not None:
+        store.write_jsonl(out, per_question_lines(result, ds, bench.rules))
+    return ScoredFile(result, scored, ds, shown, folder, shown_mode)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from recallbench.contracts import AppliedRules, RulesSource
 from recallbench.datasets.dataset import DatasetOptions, DatasetSpec
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.score.metrics import MetricInfo, MetricKey
+from recallbench.score.predictions import RECALLBENCH_FORMAT, PredictionFormat
 from recallbench.score.rules import RuleSet
 from recallbench.spec import DEFAULT_K
 
@@ -19,6 +21,12 @@ class Benchmark:
     ``report`` its tables, notes and exports; ``options`` is the typed form of the dataset
     options it accepts; ``default_k`` its own retrieval depths; ``headline`` the figures a
     report leads with; ``metrics`` the catalogue entries of its own metrics.
+
+    ``rules_source`` names the official scoring the rules follow (repository, files, commit;
+    None when the benchmark publishes none) and ``deviations`` every known way recallbench's
+    scoring differs from it, one sentence each: every run and score names both.
+    ``prediction_formats`` are the benchmark's own predictions-file shapes, accepted by
+    ``recallbench score FILE`` beside recallbench's (:attr:`accepted_formats`).
     """
 
     spec: DatasetSpec
@@ -28,7 +36,22 @@ class Benchmark:
     default_k: tuple[int, ...] = DEFAULT_K
     headline: tuple[MetricKey, ...] = (MetricKey("evidence_hit", 10),)
     metrics: tuple[MetricInfo, ...] = ()
+    rules_source: RulesSource | None = None
+    deviations: tuple[str, ...] = ()
+    prediction_formats: tuple[PredictionFormat, ...] = ()
 
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def applied_rules(self) -> AppliedRules:
+        """The rules a scoring of this benchmark applies, as runs and scores record them."""
+        return AppliedRules(self.rules.name, self.rules_source, self.deviations)
+
+    @property
+    def accepted_formats(self) -> tuple[PredictionFormat, ...]:
+        """The predictions-file shapes accepted for the benchmark: its own, then recallbench's
+        (the order detection tries them in)."""
+        own = tuple(f for f in self.prediction_formats if f.name != RECALLBENCH_FORMAT.name)
+        return (*own, RECALLBENCH_FORMAT)

@@ -202,6 +202,24 @@ def provenance_lines(scored: ScoredRun) -> list[str]:
     return lines
 
 
+def rules_lines(scored: ScoredRun) -> list[str]:
+    """The rules each dataset was scored by: the official source and every known deviation
+    (``ScoredRun.rules``), as plain lines for the console."""
+    out: list[str] = []
+    for ds in scored.datasets:
+        applied = scored.rules.get(ds.key)
+        if applied is not None:
+            out.extend(applied.lines(ds.key))
+    return out
+
+
+def _markdown_rules(scored: ScoredRun) -> list[str]:
+    return [
+        f"  - {line.strip()}" if line.startswith(" ") else f"- {line}"
+        for line in rules_lines(scored)
+    ]
+
+
 def answers_line(scored: ScoredRun) -> str:
     """How the answers were made, counted from the observations' ``answer_generated``."""
     if scored.answers_generated == 0:
@@ -246,6 +264,7 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
             lines.append(f"  - load report: {len(d.load_report)} defect(s), see run.json")
     for ds in scored.datasets:
         lines.extend(f"  - {ds.key}: {n}" for n in reports[ds.key].summary_notes(ds))
+    lines.extend(_markdown_rules(scored))
     for key, miss in scored.missing.items():
         for system, n in miss.items():
             lines.append(

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from recallbench.contracts import FORMAT_VERSION
+from recallbench.contracts import FORMAT_VERSION, AppliedRules
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.errors import ManifestVersionError, RunFolderError
 from recallbench.results import store
@@ -58,9 +58,17 @@ class DatasetRecord:
     options: dict[str, Any]
     load_report: list[str]
     card_notes: list[str]
+    rules_source: dict[str, Any] | None = None
+    """The official scoring the rules follow (``repository``, ``commit``, ``files``, ``note``);
+    None when no benchmark publishes one, and in a run made before recallbench recorded it."""
+    deviations: list[str] = field(default_factory=list)
+    """The known deviations from ``rules_source``, one sentence each."""
 
     @classmethod
-    def of(cls, ds: LoadedDataset, scoring: str) -> DatasetRecord:
+    def of(
+        cls, ds: LoadedDataset, scoring: str, rules: AppliedRules | None = None
+    ) -> DatasetRecord:
+        source = rules.source if rules is not None else None
         return cls(
             key=ds.key,
             name=ds.name,
@@ -77,6 +85,8 @@ class DatasetRecord:
             options=ds.options_record(),
             load_report=list(ds.load_report),
             card_notes=list(ds.card_notes),
+            rules_source=None if source is None else dataclasses.asdict(source),
+            deviations=[] if rules is None else list(rules.deviations),
         )
 
 

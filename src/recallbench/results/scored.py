@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recallbench.contracts import AnswerFigure, MetricRow, Verdict
+from recallbench.contracts import AnswerFigure, AppliedRules, MetricRow, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.results.manifest import RunManifest
 from recallbench.spec import RunSpec
@@ -77,6 +77,10 @@ class ScoredRun:
     """Observations whose answer an answer model wrote (0 in a retrieval-only run)."""
     floors: Mapping[str, Floor] = field(default_factory=dict)
     """Each dataset's floor by dataset key, computed at scoring time from its questions."""
+    rules: Mapping[str, AppliedRules] = field(default_factory=dict)
+    """The rules this scoring applied, by dataset key (handed down by the pipeline)."""
+    predictions: Path | None = None
+    """The predictions file scored, when this is not a run (``recallbench score FILE``)."""
 
     @property
     def spec(self) -> RunSpec:

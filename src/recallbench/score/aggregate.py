@@ -249,9 +249,12 @@ def aggregate(
     systems: Sequence[str],
     run_id: str,
     weighted_metrics: Sequence[str] = (),
+    *,
+    timing: bool = True,
 ) -> list[MetricRow]:
     """Metric rows of one dataset, per system: every slice's means (with ``<metric>:weighted``
-    rows for ``weighted_metrics``, the rule set's), counts, rates and timing rows."""
+    rows for ``weighted_metrics``, the rule set's), counts, rates and, unless ``timing`` is
+    False (a predictions file, which records no timing recallbench measured), timing rows."""
     weights = {q.id: q.weight for q in dataset.questions}
     weighted = set(weighted_metrics)
     slice_order = list(dict.fromkeys(q.axis or ALL for q in dataset.questions))
@@ -268,5 +271,6 @@ def aggregate(
                 rows.extend(_mean_rows(base, slice_, part, weights, weighted))
         obs = [o for o in observations if o.system == system and o.dataset == dataset.key]
         ing = [i for i in ingests if i.system == system and i.dataset == dataset.key]
-        rows.extend(_timing_rows(base, obs, ing))
+        if timing:
+            rows.extend(_timing_rows(base, obs, ing))
     return rows

@@ -396,8 +396,11 @@ def test_scoring_a_predictions_file(tmp_path: Path) -> None:
     result = score_predictions(path, ds, (1, 10), RULES)
     assert result.missing_ids == ("Q2",)
     lines = {x["id"]: x for x in per_question_lines(result, ds, RULES)}
+    # Q4 reports retrieved turns, so Q1's line without them retrieved nothing: a miss
     assert lines["Q1"] == {"id": "Q1", "axis": "BASIC", "weight": 1.0, "value": 1.0,
-                           "evidence_returned": None}  # fmt: skip
+                           "evidence_returned": False, "scored_as_miss": {"retrieved_turns": (
+                               "absent_field: line 1 has no 'retrieved_turns' while 1 line(s) of "
+                               "the file do: scored as a miss (nothing retrieved)")}}  # fmt: skip
     assert lines["Q2"]["value"] == 0.0 and lines["Q2"]["evidence_returned"] is False
     assert lines["Q3"]["value"] == 1.0  # graded: answered by a reader
     assert lines["Q4"]["value"] == 0.0 and lines["Q4"]["evidence_returned"] is False

@@ -213,7 +213,10 @@ def test_external_lines_and_default_k(ds: LoadedDataset, tmp_path: Path) -> None
     assert ms["null_reasons"][f"{RANKING_EXHAUSTED}@10"].startswith("ranking_exhausted: ")
     assert f"{RANKING_EXHAUSTED}@5" not in ms["null_reasons"]
     assert ms["session:recall_any@3"] == 1.0 and ms["turn:recall_any@3"] == 0.0
-    assert ms[LABEL] is None and ms["null_reasons"][LABEL].startswith("no_answer")
+    # fx_ms_2 has no answer while another line has one: the empty answer (a miss), which only
+    # a judge could grade, so the label is null for want of a judge, as for every answer
+    assert ms[LABEL] is None and ms["null_reasons"][LABEL].startswith("no_judge")
+    assert ms["scored_as_miss"]["answer"].startswith("absent_field: line 1 has no 'answer'")
     abs_line = lines["fx_ku_4_abs"]
     assert abs_line["abstention"] is True and abs_line["turn:recall_any@1"] is None
     assert abs_line["null_reasons"]["turn:recall_any@1"].startswith("abstention")

@@ -9,6 +9,8 @@ the tier view; ``export``: Glasshouse's own run-record format.
 from __future__ import annotations
 
 from recallbench.benchmarks.base import Benchmark
+from recallbench.benchmarks.glasshouse.export import RUN_RECORDS
+from recallbench.benchmarks.glasshouse.files import COMMIT
 from recallbench.benchmarks.glasshouse.load import SPEC
 from recallbench.benchmarks.glasshouse.options import GlasshouseOptions
 from recallbench.benchmarks.glasshouse.report import GlasshouseReport
@@ -21,7 +23,27 @@ from recallbench.benchmarks.glasshouse.rules import (
     STALE_REACHED,
     GlasshouseRules,
 )
+from recallbench.contracts import RulesSource
 from recallbench.score.metrics import MetricInfo, MetricKey
+
+RULES_SOURCE = RulesSource(
+    repository="wontopos/glasshouse",
+    commit=COMMIT,
+    files=("glasshouse-v0.1/score.py", "glasshouse-v0.1/ci_score.py"),
+)
+"""Glasshouse's scorer (dry mode) and the CI checks of a submitted record."""
+
+DEVIATIONS: tuple[str, ...] = (
+    "dry mode (string rules) only: the memory and answer modes call Glasshouse's judge.py "
+    "with a model key, which recallbench does not run",
+    "an XLING_QUERY question asked in English is scored null (void_axis) and reported; "
+    "Glasshouse does not accept such a run",
+    "cross-language rows carry no evidence turns in the release: recallbench borrows them from "
+    "the tier's question file through source_id where it can and leaves the rest unknown "
+    "(null)",
+    "recallbench score FILE refuses a field outside the run-record fields; Glasshouse's scorer "
+    "ignores extra keys",
+)
 
 BENCHMARK = Benchmark(
     spec=SPEC,
@@ -30,6 +52,9 @@ BENCHMARK = Benchmark(
     options=GlasshouseOptions,
     default_k=(1, 5, 10),
     headline=(MetricKey(DRY, variant="weighted"), MetricKey(EVIDENCE)),
+    rules_source=RULES_SOURCE,
+    deviations=DEVIATIONS,
+    prediction_formats=(RUN_RECORDS,),
     metrics=(
         MetricInfo(DRY, True, "score", "Glasshouse dry-mode value (0, 0.5, 1, or a fraction)"),
         MetricInfo(EVIDENCE, True, "share", "any evidence came back (turn ids, or the gold)"),

@@ -1,5 +1,6 @@
 """Glasshouse's own run-record format (its SUBMITTING.md), written beside recallbench's records:
-``<run dir>/exports/glasshouse/<system>/<tier>-<question set>.jsonl``."""
+``<run dir>/exports/glasshouse/<system>/<tier>-<question set>.jsonl``, and declared as the
+predictions shape ``recallbench score FILE`` accepts for Glasshouse (:data:`RUN_RECORDS`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,38 @@ from typing import Any
 from recallbench.benchmarks.glasshouse.rules import answer_of, retrieved_turn_ids
 from recallbench.contracts import Observation, Verdict
 from recallbench.datasets.dataset import LoadedDataset
+from recallbench.score.predictions import (
+    ANSWER,
+    CHARS,
+    GENERATED,
+    LATENCY,
+    MEMORIES,
+    NETWORK,
+    NOT_SCORED,
+    RETRIEVED,
+    PredictionFormat,
+)
 
 EXPORT_DIR = ("exports", "glasshouse")
+
+RUN_RECORDS = PredictionFormat(
+    name="glasshouse",
+    id_field="id",
+    fields={
+        "answer": ANSWER,
+        "answer_generated": GENERATED,
+        "retrieved_turns": RETRIEVED,
+        "chars_returned": CHARS,
+        "memories_returned": MEMORIES,
+        "latency_ms": LATENCY,
+        "network_ms": NETWORK,
+        "prompt_tokens": NOT_SCORED,
+    },
+    description="Glasshouse's run records, glasshouse-v0.1/SUBMITTING.md",
+)
+"""A question line of Glasshouse's run records: the required, recommended and timing fields of
+SUBMITTING.md (``turn_id`` belongs to ingestion-side records, not to question lines).
+``prompt_tokens`` is accepted and not scored."""
 
 
 def export_path(run_dir: Path, system: str, ds: LoadedDataset, question_set: str) -> Path:

@@ -44,6 +44,8 @@ def question_file_of(ds: LoadedDataset) -> str:
 def _spec_line(scored: ScoredRun, ds: LoadedDataset) -> str:
     spec = scored.spec
     ks = ", ".join(str(k) for k in spec.k)
+    if scored.predictions is not None:  # no chunking and no images: a file made elsewhere
+        return f"k {ks or '-'}; scored from the predictions file {scored.predictions.name}"
     return f"k {ks or '-'}; chunking {spec.chunking}; image mode {ds.options.image_mode}"
 
 

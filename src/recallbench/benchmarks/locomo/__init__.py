@@ -12,7 +12,27 @@ from recallbench.benchmarks.base import Benchmark
 from recallbench.benchmarks.locomo.load import SPEC
 from recallbench.benchmarks.locomo.report import LocomoReport
 from recallbench.benchmarks.locomo.rules import EVIDENCE_RECALL, F1, LocomoRules
+from recallbench.contracts import RulesSource
 from recallbench.score.metrics import MetricInfo, MetricKey
+
+RULES_SOURCE = RulesSource(
+    repository="snap-research/LoCoMo",
+    commit="9228632",
+    files=("task_eval/evaluation.py",),
+    note="branch code",
+)
+"""LoCoMo's scorer: ``eval_question_answering`` (F1 by category, evidence recall)."""
+
+DEVIATIONS: tuple[str, ...] = (
+    "f1 is null (no_answer) when no answer was generated: the returned memories are never "
+    "scored as an answer, where evaluation.py always scores a prediction",
+    "evidence_recall is computed over the source turns of every memory returned (not cut at "
+    "k), against evidence ids repaired on load (malformed entries split, a stray colon and "
+    "zero padding fixed, ids naming no turn dropped, each in the load report); evaluation.py "
+    "matches the raw evidence strings",
+    "a question with an empty evidence list has null retrieval (evidence_unknown); "
+    "evaluation.py counts its recall as 1",
+)
 
 BENCHMARK = Benchmark(
     spec=SPEC,
@@ -20,6 +40,8 @@ BENCHMARK = Benchmark(
     report=LocomoReport(),
     default_k=(1, 5, 10),
     headline=(MetricKey(F1), MetricKey(EVIDENCE_RECALL)),
+    rules_source=RULES_SOURCE,
+    deviations=DEVIATIONS,
     metrics=(
         MetricInfo(F1, True, "score", "LoCoMo token F1 of the answer, with its category rules"),
         # evidence_recall (no k: over every memory returned) shares the generic entry's name

@@ -18,7 +18,38 @@ from recallbench.benchmarks.longmemeval.rules import (
     RANKING_EXHAUSTED,
     LongMemEvalRules,
 )
+from recallbench.contracts import RulesSource
 from recallbench.score.metrics import MetricInfo, MetricKey
+from recallbench.score.predictions import ANSWER, PredictionFormat
+
+RULES_SOURCE = RulesSource(
+    repository="xiaowu0162/LongMemEval",
+    commit="9e0b455",
+    files=("src/retrieval/eval_utils.py", "src/evaluation/evaluate_qa.py"),
+)
+"""LongMemEval's retrieval metrics (``eval_utils.py``) and its judge (``evaluate_qa.py``)."""
+
+DEVIATIONS: tuple[str, ...] = (
+    "the ranking scored is the memories a system returned (each memory's source turns in "
+    "order, assistant turns dropped, each turn at its first appearance), cut at the run's k; "
+    "the official evaluation ranks the whole corpus",
+    "session:ndcg_any is computed on the de-duplicated session list against min(len(gold), k) "
+    "hits; evaluate_retrieval_turn2session scores the un-de-duplicated turn list cut at the "
+    "grown k",
+    "label needs an LLM judge and is null (no_judge) until one is configured; the judge "
+    "prompts recallbench holds (prompts/longmemeval_judge_v1.json) are its own wording, not "
+    "evaluate_qa.py's get_anscheck_prompt",
+    "a judge reply is read by its first standalone yes/no word; evaluate_qa.py counts 'yes' "
+    "anywhere in the reply",
+)
+
+HYPOTHESES = PredictionFormat(
+    name="longmemeval",
+    id_field="question_id",
+    fields={"hypothesis": ANSWER},
+    description="LongMemEval's hypothesis lines, the fields its evaluate_qa.py reads",
+)
+"""``{"question_id": ..., "hypothesis": ...}``: what LongMemEval's run_generation.py writes."""
 
 BENCHMARK = Benchmark(
     spec=SPEC,
@@ -26,6 +57,9 @@ BENCHMARK = Benchmark(
     report=LongMemEvalReport(),
     default_k=DEFAULT_KS,
     headline=(MetricKey(LABEL), MetricKey("session:recall_any", 5)),
+    rules_source=RULES_SOURCE,
+    deviations=DEVIATIONS,
+    prediction_formats=(HYPOTHESES,),
     metrics=(
         MetricInfo(LABEL, True, "share", "the LLM judge's yes/no verdict on the answer"),
         *(
