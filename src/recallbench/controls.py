@@ -32,10 +32,12 @@ from recallbench.benchmarks import benchmark_of, load_dataset
 from recallbench.contracts import Observation, sha256_text, to_json_dict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.results.scored import Control, Floor
-from recallbench.score.aggregate import aggregate
-from recallbench.score.predictions import PREDICTIONS_SYSTEM, record_to_observation
-from recallbench.score.rules import RuleSet, ScoringContext
-from recallbench.score.scorer import score_dataset
+from recallbench.score.predictions import (
+    PREDICTIONS_SYSTEM,
+    record_to_observation,
+    score_observations,
+)
+from recallbench.score.rules import RuleSet
 
 CONTROL_ANSWERS: tuple[str, ...] = (
     "",
@@ -103,10 +105,7 @@ def score_control(
     run_id = control_run_id(dataset, answer)
     observations = control_observations(dataset, answer, max(ks), run_id)
     mode = rules.answer_modes[0] if rules.answer_modes else None
-    context = ScoringContext(predictions=True, mode=mode, turn_chars=dataset.turn_chars)
-    systems = (CONTROL_SYSTEM,)
-    verdicts, _ = score_dataset(dataset, observations, ks, systems, rules, context)
-    rows = aggregate(dataset, verdicts, observations, [], systems, run_id, rules.weighted_metrics)
+    _, rows = score_observations(dataset, observations, ks, rules, mode, CONTROL_SYSTEM, run_id)
     return Control(answer, control_label(answer), run_id, tuple(rows))
 
 

@@ -368,6 +368,26 @@ def _check_unknown_turns(
     return tuple(found), True
 
 
+def score_observations(
+    dataset: LoadedDataset,
+    observations: Sequence[Observation],
+    ks: Sequence[int],
+    rules: RuleSet,
+    mode: str | None,
+    system: str,
+    run_id: str,
+) -> tuple[list[Verdict], list[MetricRow]]:
+    """Verdicts and metric rows of observations made from predictions lines (no timing rows:
+    a predictions file records no timing recallbench measured). Also the path of the controls."""
+    context = ScoringContext(predictions=True, mode=mode, turn_chars=dataset.turn_chars)
+    systems = (system,)
+    verdicts, _ = score_dataset(dataset, observations, ks, systems, rules, context)
+    metrics = aggregate(
+        dataset, verdicts, observations, [], systems, run_id, rules.weighted_metrics, timing=False
+    )
+    return verdicts, metrics
+
+
 def score_predictions(
     path: Path,
     dataset: LoadedDataset,
@@ -453,12 +473,7 @@ def score_predictions(
         observations.append(
             record_to_observation(rec, dataset, run_id, groups[qid], k, system, missing_reason)
         )
-    context = ScoringContext(predictions=True, mode=mode, turn_chars=dataset.turn_chars)
-    systems = (system,)
-    verdicts, _ = score_dataset(dataset, observations, ks, systems, rules, context)
-    metrics = aggregate(
-        dataset, verdicts, observations, [], systems, run_id, rules.weighted_metrics, timing=False
-    )
+    verdicts, metrics = score_observations(dataset, observations, ks, rules, mode, system, run_id)
     return PredictionsScore(
         run_id=run_id,
         verdicts=tuple(verdicts),
