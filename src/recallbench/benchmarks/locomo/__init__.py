@@ -30,7 +30,7 @@ BENCHMARK = Benchmark(
             None,
             "share",
             "questions of categories 1-4 whose answer key third-party errata leave standing (1) "
-            "rather than flag wrong (0): the best share a perfect answerer can be scored right",
+            "rather than flag wrong (0): where a right answer meets a right key",
         ),
         # evidence_recall (no k: over every memory returned) shares the generic entry's name
         # and direction; the name predates the catalogue and is kept for the results format.

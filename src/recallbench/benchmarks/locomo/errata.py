@@ -247,8 +247,8 @@ class ErrataSummary:
 
     @property
     def ceiling(self) -> float:
-        """1 - answer-key errors / questions in scope: the best share of questions a perfect
-        answerer can be scored right on, while those keys stand."""
+        """1 - answer-key errors / questions in scope (0.0 with none in scope): the audit's
+        ceiling, the share of questions on which a right answer meets a right key."""
         return 1 - self.answer_key_errors / self.in_scope if self.in_scope else 0.0
 
     def facts(self) -> dict[str, Any]:

@@ -96,7 +96,7 @@ class LocomoReport(BenchmarkReport):
             "'1-4' rows of the tables above) stay the headline. Categories 1-4 only; n = "
             "questions scored; '+m null' = questions excluded with a reason (category 5 by "
             "definition). The ceiling is the share of questions whose answer key the errata "
-            "leave standing. Exclusions of QA F1 (errata)"
+            "leave standing. Left out of QA F1 (errata), per system"
         )
         return Table(
             f"{dataset.key}: official figures beside {KIND} ({marks[0].overlay}), categories 1-4",
