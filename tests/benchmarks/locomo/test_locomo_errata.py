@@ -314,6 +314,9 @@ def test_options_are_typed_and_an_unknown_overlay_is_refused(tmp_path: Path) -> 
     assert LocomoOptions.from_mapping({"image_mode": "native"}).record() == {"image_mode": "native"}
     opts = LocomoOptions.from_mapping({"errata": AUDIT, "questions": "xling"})
     assert opts.record() == {"image_mode": "native", "errata": AUDIT}
+    spec = get_benchmark("locomo").spec
+    assert [f.name for f in spec.variant_files("")] == ["locomo10.json"]
+    assert len(spec.variant_files("", opts)) == 11
     with pytest.raises(OptionError, match="unknown errata 'nope'; choose one of locomo-audit"):
         load_dataset("locomo", tmp_path, {"errata": "nope"})
 
@@ -507,8 +510,11 @@ def test_a_run_without_the_overlay_has_no_errata_figure(audit_copies: Path, tmp_
     assert result.exit_code == 0, result.output
     (run_dir,) = (tmp_path / "out").iterdir()
     assert ":errata" not in (run_dir / "metrics.jsonl").read_text()
-    assert "errata" not in (run_dir / "summary.md").read_text()
-    assert "errata" not in (run_dir / "run.json").read_text()
+    assert ":errata" not in (run_dir / "verdicts.jsonl").read_text()
+    assert "errata" not in (run_dir / "summary.md").read_text().split("- systems:", 1)[1]
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert "errata" not in json.dumps([manifest["spec"], manifest["datasets"]])
+    assert manifest["datasets"][0]["options"] == {"image_mode": "native", "default_k": [1, 5, 10]}
 
 
 # ---------------------------------------------------------------- predictions with answers

@@ -57,7 +57,7 @@ class LocomoReport(BenchmarkReport):
         ]
         if _errata(dataset):
             notes.append(
-                f"Overlay of {LABEL}: not part of LoCoMo; the official figures above are "
+                f"Overlay of {LABEL}: not part of LoCoMo; the official figures are "
                 "unchanged and stay the headline. f1:errata leaves out the questions whose "
                 "answer key the errata flag, evidence_recall:errata scores WRONG_CITATION "
                 "questions against the audit's correct_evidence, answer_key_ceiling:errata is "
