@@ -25,6 +25,15 @@ def shared_data() -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def shared_data_module() -> Path:
+    """``shared_data`` for module-scoped fixtures (one run shared by a module's tests)."""
+    path = shared_data_dir()
+    if path is None:
+        pytest.skip("shared benchmark data not available (set RECALLBENCH_DATA)")
+    return path
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

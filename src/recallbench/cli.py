@@ -7,6 +7,7 @@ import json
 import sys
 import tomllib
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -119,6 +120,20 @@ DataDirOpt = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Data folder (default: $RECALLBENCH_DATA, else a user cache)."),
 ]
+ErrataOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Third-party errata scored beside the official figures (LoCoMo: locomo-audit)."
+    ),
+]
+
+
+def check_errata_used(errata: str | None, loaded: Sequence[Any]) -> None:
+    """Refuse ``--errata`` when no dataset of the command takes it (it would change nothing)."""
+    if errata and not any(getattr(ds.options, "errata", None) for ds in loaded):
+        raise fail(
+            f"--errata {errata} applies to datasets that offer errata (locomo); none was given"
+        )
 
 
 @app.command()
@@ -162,6 +177,7 @@ def run(
     caption_model: Annotated[
         str | None, typer.Option(help="Caption model named by --image-mode caption.")
     ] = None,
+    errata: ErrataOpt = None,
     resume: Annotated[
         Path | None, typer.Option(help="Continue an interrupted run folder under the same run id.")
     ] = None,
@@ -185,11 +201,14 @@ def run(
                 options["questions"] = questions
             if caption_model:
                 options["caption_model"] = caption_model
+            if errata:
+                options["errata"] = errata
             chosen = system_list(systems, no_baselines)
             ks = parse_ks(k) if k else None
             check_systems(chosen)
             refs = tuple(split_refs(datasets))
             loaded = [load_dataset(ref, data, options) for ref in refs]
+            check_errata_used(errata, loaded)
             if ks is None:  # the datasets' own depths (e.g. LongMemEval's 1,3,5,10,30,50)
                 ks = tuple(sorted({int(x) for ds in loaded for x in ds.default_k}))
             spec = RunSpec(
@@ -261,6 +280,7 @@ def score(
         ),
     ] = "refuse",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    errata: ErrataOpt = None,
 ) -> None:
     """Re-score a run from disk without calling any system, or score a predictions file."""
     from recallbench.pipeline import score_run, tables
@@ -285,6 +305,8 @@ def score(
         raise fail("scoring a predictions file needs --dataset")
     ref = f"{dataset}:{tier}" if tier else dataset
     options: dict[str, Any] = {"questions": questions} if questions else {}
+    if errata:
+        options["errata"] = errata
     ks = parse_ks(k) if k else None
     score_file(
         target, ref, options, mode, ks, out, results_dir, data, quiet,

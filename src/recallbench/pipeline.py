@@ -27,7 +27,7 @@ from recallbench.contracts import (
 )
 from recallbench.controls import run_floors
 from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
-from recallbench.errors import RunFolderError
+from recallbench.errors import OptionError, RunFolderError
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.predictions import predictions_tables, render_predictions_summary
 from recallbench.report.summary import render_summary
@@ -367,6 +367,11 @@ def score_file(
     bench = get_benchmark(parse_dataset_ref(ref)[0])
     bench.rules.check_mode(mode)
     ds = load_dataset(ref, data_dir, opts, predictions=True)
+    if opts.get("errata") and not getattr(ds.options, "errata", None):
+        raise OptionError(
+            f"--errata {opts['errata']} applies to datasets that offer errata (locomo); "
+            f"{ds.key} does not"
+        )
     depths = tuple(ks) if ks else tuple(ds.default_k)
     result = score_predictions(
         path,

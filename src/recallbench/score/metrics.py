@@ -1,9 +1,9 @@
 """Metric names as structured keys, and the catalogue that says what each metric means.
 
 On disk a metric is a string: ``<name>[:<variant>][@<k>]`` (``evidence_hit@10``,
-``f1:excl_cat5``, ``gh_dry:weighted``, ``turn:recall_any@5``). :class:`MetricKey` is the one
-place that writes and reads that form. Names may contain ``:`` (LongMemEval's ``turn:`` and
-``session:`` families); a variant is one of :data:`VARIANTS`.
+``f1:excl_cat5``, ``gh_dry:weighted``, ``turn:recall_any@5``, ``f1:errata``). :class:`MetricKey`
+is the one place that writes and reads that form. Names may contain ``:`` (LongMemEval's
+``turn:`` and ``session:`` families); a variant is one of :data:`VARIANTS`.
 
 The catalogue (:class:`MetricInfo`) says whether higher is better, the unit and what the figure
 is, so run diffs and reports can say "better" or "worse" without guessing. Each benchmark adds
@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-VARIANTS: tuple[str, ...] = ("weighted", "excl_cat5", "abstention")
+VARIANTS: tuple[str, ...] = ("weighted", "excl_cat5", "abstention", "errata")
 """``weighted``: weighted by question weight; ``excl_cat5``: LoCoMo category 5 left out by
-definition; ``abstention``: abstention questions only."""
+definition; ``abstention``: abstention questions only; ``errata``: scored with a third-party
+errata overlay applied to the gold (LoCoMo's ``locomo-audit``), beside the official figure."""
 
 
 @dataclass(frozen=True, slots=True, order=True)

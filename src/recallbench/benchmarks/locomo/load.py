@@ -18,26 +18,37 @@ What the loader does, faithfully to the published file:
 * evidence is parsed with :func:`recallbench.benchmarks.locomo.metrics.parse_evidence`, and every
   defect (empty, malformed, zero-padded, duplicate, or naming a turn that does not exist) is
   listed in the load report with its question id. Nothing crashes and nothing is dropped silently.
+
+With the option ``errata="locomo-audit"`` (:class:`~recallbench.benchmarks.locomo.options.
+LocomoOptions`) the third-party audit files are fetched and verified too (pinned in
+:mod:`recallbench.benchmarks.locomo.errata`, stored in ``<data dir>/locomo-audit/``, recorded as
+``locomo-audit/<file name>`` among the dataset's files, so the checksum covers them), mapped onto
+the questions (an entry that does not match the dataset is refused, naming it), and described in
+the card notes and the ``errata_overlay`` fact. Without it nothing is read and nothing changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from recallbench.benchmarks.locomo import errata
 from recallbench.benchmarks.locomo.metrics import ADVERSARIAL, CATEGORY_NAMES, parse_evidence
+from recallbench.benchmarks.locomo.options import LocomoOptions
 from recallbench.contracts import Question, Session, Turn
 from recallbench.datasets.dataset import (
     DatasetOptions,
     DatasetSpec,
+    FileRecord,
     FileSpec,
     HaystackGroup,
     LoadedDataset,
     benchmark_dataset,
 )
-from recallbench.datasets.fetch import json_file
+from recallbench.datasets.fetch import ensure_file, json_file, read_json
 from recallbench.errors import DatasetFormatError
 
 NAME = "locomo"
@@ -74,8 +85,27 @@ CARD_NOTES: tuple[str, ...] = (
 )
 
 
+def _overlay(options: DatasetOptions | None) -> str | None:
+    """The errata overlay the options ask for (checked), or None."""
+    name = options.errata if isinstance(options, LocomoOptions) else None
+    return None if name is None else errata.check_overlay(NAME, name)
+
+
 def _files(variant: str, options: DatasetOptions | None = None) -> tuple[FileSpec, ...]:
-    return (FILE,)
+    """``locomo10.json``, then the audit files when the options ask for the overlay."""
+    return (FILE, *(errata.audit_files() if _overlay(options) else ()))
+
+
+def read_errata(data_dir: Path) -> tuple[list[errata.AuditEntry], list[FileRecord]]:
+    """The entries of every pinned audit file (fetched into ``<data dir>/locomo-audit/`` and
+    verified by SHA-256 when missing), and their records named ``locomo-audit/<file name>``."""
+    entries: list[errata.AuditEntry] = []
+    records: list[FileRecord] = []
+    for spec in errata.audit_files():
+        path, record = ensure_file(errata.OVERLAY, spec, data_dir)
+        entries.extend(errata.parse_audit_file(spec.name, read_json(path)))
+        records.append(dataclasses.replace(record, name=f"{errata.OVERLAY}/{record.name}"))
+    return entries, records
 
 
 def _text(turn: Mapping[str, Any]) -> str:
@@ -240,8 +270,19 @@ def load(
     local_path: Path | None = None,
     predictions: bool = False,
 ) -> LoadedDataset:
+    overlay = _overlay(options)
     data, record, _ = json_file(spec.name, FILE, data_dir, local_path, "locomo@PATH takes a file")
     groups, questions, report = parse_locomo(data)
+    files = [record]
+    facts: dict[str, Any] = {}
+    overlay_notes: list[str] = []
+    if overlay is not None:
+        entries, records = read_errata(data_dir)
+        questions, summary = errata.apply_errata(groups, questions, entries, overlay)
+        files.extend(records)
+        report.extend(summary.report)
+        overlay_notes = summary.card_notes()
+        facts[errata.FACTS_KEY] = summary.facts()
     notes = list(CARD_NOTES)
     ints = int_answer_ids(questions)
     if ints:
@@ -256,12 +297,13 @@ def load(
         spec,
         "",
         local_path,
-        files=(record,),
+        files=files,
         groups=groups,
         questions=questions,
         load_report=report,
-        card_notes=notes,
+        card_notes=notes + overlay_notes,
         options=options,
+        facts=facts,
     )
 
 
