@@ -31,11 +31,9 @@ RULES_SOURCE = RulesSource(
 
 DEVIATIONS: tuple[str, ...] = (
     "the ranking scored is the memories a system returned (each memory's source turns in "
-    "order, assistant turns dropped, each turn at its first appearance), cut at the run's k; "
-    "the official evaluation ranks the whole corpus",
-    "session:ndcg_any is computed on the de-duplicated session list against min(len(gold), k) "
-    "hits; evaluate_retrieval_turn2session scores the un-de-duplicated turn list cut at the "
-    "grown k",
+    "order, assistant turns dropped, each turn at its first appearance); the official "
+    "evaluation ranks the whole corpus, so where the grown session cut-off runs past the "
+    "returned ranking the verdict is flagged session:ranking_exhausted",
     "label needs an LLM judge and is null (no_judge) until one is configured; the judge "
     "prompts recallbench holds (prompts/longmemeval_judge_v1.json) are its own wording, not "
     "evaluate_qa.py's get_anscheck_prompt",
