@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pytest
 
 import recallbench.registry as generic_registry
@@ -214,6 +217,141 @@ class FinishesIngest(GoodSystem):
 
     def finish_ingest(self) -> None:
         type(self).finished.append(len(self.chunks))
+
+
+HANG = threading.Event()
+"""Released at the end of each test (``release_hangs``) so abandoned threads can finish."""
+
+
+@pytest.fixture(autouse=True)
+def release_hangs() -> Iterator[None]:
+    HANG.clear()
+    yield
+    HANG.set()
+
+
+class HangsInSearch(GoodSystem):
+    searches: ClassVar[int] = 0
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        type(self).searches += 1
+        HANG.wait()
+        return super().search(query, k)
+
+
+class HangsInReset(GoodSystem):
+    def reset(self) -> None:
+        HANG.wait()
+
+
+class HangsOnBuild(GoodSystem):
+    def __init__(self, context: SystemContext | None = None) -> None:
+        HANG.wait()
+        super().__init__(context)
+
+
+class NotThreadSafe(GoodSystem):
+    """Keeps the query on the instance between two steps, as a careless adapter might."""
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        self.query = query
+        time.sleep(0.001)  # any pause between the two steps lets another thread in
+        return [self.memory(c) for c in self.ranked(self.query)[:k]]
+
+
+class RaisesWhenConcurrent(GoodSystem):
+    active: ClassVar[int] = 0
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        type(self).active += 1
+        try:
+            time.sleep(0.001)
+            if type(self).active > 1:
+                raise RuntimeError("index is being rebuilt")
+            return super().search(query, k)
+        finally:
+            type(self).active -= 1
+
+
+class ReusesResultList(GoodSystem):
+    """Returns the same list object from every search, refilled each time."""
+
+    def __init__(self, context: SystemContext | None = None) -> None:
+        super().__init__(context)
+        self.out: list[Memory] = []
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        self.out.clear()
+        self.out.extend(super().search(query, k))
+        return self.out
+
+
+class MutatesReturnedMemories(GoodSystem):
+    """Returns fresh lists but rewrites the Memory objects it handed out earlier."""
+
+    def __init__(self, context: SystemContext | None = None) -> None:
+        super().__init__(context)
+        self.handed_out: list[Memory] = []
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        for m in self.handed_out:
+            object.__setattr__(m, "text", "overwritten")
+        found = super().search(query, k)
+        self.handed_out = list(found)
+        return found
+
+
+class TextNone(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        return Memory(id=chunk.chunk_id, text=None, source_turns=chunk.turn_ids)  # type: ignore[arg-type]
+
+
+class TextInt(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        return Memory(id=chunk.chunk_id, text=7, source_turns=chunk.turn_ids)  # type: ignore[arg-type]
+
+
+class IdInt(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        return Memory(id=3, text=chunk.text, source_turns=chunk.turn_ids)  # type: ignore[arg-type]
+
+
+class LoneSurrogate(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        return Memory(id=chunk.chunk_id, text=chunk.text + "\ud800", source_turns=chunk.turn_ids)
+
+
+class NumpyScore(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        score = np.float32(0.5)
+        return Memory(id=chunk.chunk_id, text=chunk.text, source_turns=chunk.turn_ids, score=score)  # type: ignore[arg-type]
+
+
+class NanScore(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        nan = float("nan")
+        return Memory(id=chunk.chunk_id, text=chunk.text, source_turns=chunk.turn_ids, score=nan)
+
+
+class BoolScore(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        return Memory(id=chunk.chunk_id, text=chunk.text, source_turns=chunk.turn_ids, score=True)
+
+
+class RealScores(GoodSystem):
+    """Python ints and floats (and numpy.float64, a float subclass) are real numbers."""
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        scores = (1, 0.5, np.float64(0.25))
+        return [
+            Memory(id=m.id, text=m.text, source_turns=m.source_turns, score=scores[i % 3])  # type: ignore[arg-type]
+            for i, m in enumerate(super().search(query, k))
+        ]
+
+
+class SourceTurnInt(GoodSystem):
+    def memory(self, chunk: Chunk) -> Memory:
+        return Memory(id=chunk.chunk_id, text=chunk.text, source_turns=(1,))  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -431,3 +569,124 @@ def test_the_kit_calls_a_declared_finish_ingest_after_each_group(register) -> No
     results = check_system(register(FinishesIngest))
     assert passed(results), results
     assert FinishesIngest.finished and all(n > 0 for n in FinishesIngest.finished)
+
+
+# ------------------------------------------------------------------------------------------
+# Untrusted plugins: hangs, races, aliasing, values of the wrong type
+
+ORIGINAL_CHECKS = (
+    "protocol",
+    "forgets_after_reset",
+    "no_leak_between_groups",
+    "deterministic",
+    "source_turns_exist",
+    "unicode_roundtrip",
+    "edge_cases",
+)
+
+
+def test_new_checks_are_appended_after_the_original_ones() -> None:
+    assert CHECKS[: len(ORIGINAL_CHECKS)] == ORIGINAL_CHECKS
+    assert CHECKS[len(ORIGINAL_CHECKS) :] == ("thread_safe", "results_not_aliased")
+
+
+def test_a_hanging_search_fails_naming_the_call_and_skips_the_rest(register) -> None:
+    HangsInSearch.searches = 0
+    name = register(HangsInSearch)
+    results = check_system(name, timeout_s=0.2)
+    assert [r.check for r in results] == list(CHECKS)
+    checks = by_check(results)
+    assert checks["protocol"].status == "pass"
+    hung = checks["forgets_after_reset"]
+    assert hung.status == "fail", hung
+    assert name in hung.detail and "forgets_after_reset" in hung.detail
+    assert "search('What is the name of the parrot? Zorblatt', k=5)" in hung.detail
+    assert "did not return within 0.2 s" in hung.detail
+    for r in results[2:]:
+        assert r.status == "skip", r
+        assert name in r.detail and r.check in r.detail
+        assert "forgets_after_reset timed out" in r.detail and "cannot be trusted" in r.detail
+    assert HangsInSearch.searches == 1  # nothing else was sent to the hung instance
+    assert not passed(results)
+
+
+def test_a_hanging_reset_fails_the_first_check_that_resets(register) -> None:
+    results = check_system(register(HangsInReset), timeout_s=0.2)
+    checks = by_check(results)
+    assert checks["forgets_after_reset"].status == "fail"
+    assert "reset() did not return within 0.2 s" in checks["forgets_after_reset"].detail
+    assert all(r.status == "skip" for r in results[2:])
+
+
+def test_a_hanging_constructor_fails_the_create_check(register) -> None:
+    name = register(HangsOnBuild)
+    (result,) = check_system(name, timeout_s=0.2, create_timeout_s=0.2)
+    assert result.check == CREATE_CHECK and result.status == "fail"
+    assert name in result.detail and "did not return within 0.2 s" in result.detail
+
+
+def test_a_system_that_is_not_thread_safe_fails_thread_safe(register) -> None:
+    name = register(NotThreadSafe)
+    results = by_check(check_system(name))
+    for check in ORIGINAL_CHECKS:  # sequentially it is a correct system
+        assert results[check].status == "pass", results[check]
+    race = results["thread_safe"]
+    assert race.status == "fail", race
+    assert name in race.detail and "thread_safe" in race.detail
+    assert "concurrently" in race.detail and "sequentially" in race.detail
+
+
+def test_a_system_raising_under_concurrency_fails_thread_safe(register) -> None:
+    race = by_check(check_system(register(RaisesWhenConcurrent)))["thread_safe"]
+    assert race.status == "fail" and "raised RuntimeError: index is being rebuilt" in race.detail
+
+
+def test_a_reused_result_list_fails_results_not_aliased(register) -> None:
+    name = register(ReusesResultList)
+    alias = by_check(check_system(name))["results_not_aliased"]
+    assert alias.status == "fail", alias
+    assert name in alias.detail and "results_not_aliased" in alias.detail
+    assert "changed after later calls" in alias.detail
+
+
+def test_rewritten_memories_fail_results_not_aliased(register) -> None:
+    alias = by_check(check_system(register(MutatesReturnedMemories)))["results_not_aliased"]
+    assert alias.status == "fail" and "changed after later calls" in alias.detail
+
+
+@pytest.mark.parametrize(
+    ("cls", "expected"),
+    [
+        (TextNone, "whose text is NoneType, expected str"),
+        (TextInt, "whose text is int, expected str"),
+        (IdInt, "whose id is int, expected str"),
+        (LoneSurrogate, "whose text contains a lone surrogate"),
+        (NumpyScore, "whose score is numpy.float32, expected a float or None"),
+        (NanScore, "whose score is nan, expected a finite number or None"),
+        (BoolScore, "whose score is bool, expected a float or None"),
+        (SourceTurnInt, "whose source_turns holds int, expected tuple[str, ...] or None"),
+    ],
+)
+def test_bad_return_values_fail_naming_the_field(register, cls: type, expected: str) -> None:
+    name = register(cls)
+    results = check_system(name)
+    failures = [r for r in results if r.status == "fail"]
+    assert failures, results
+    for r in failures:
+        assert expected in r.detail, r
+        assert name in r.detail
+
+
+def test_real_number_scores_pass(register) -> None:
+    results = check_system(register(RealScores))
+    assert all(r.status == "pass" for r in results), results
+
+
+def test_the_good_double_passes_the_new_checks_and_the_kit_leaves_no_threads(register) -> None:
+    before = threading.active_count()
+    results = check_system(register(GoodSystem))
+    assert all(r.status == "pass" for r in results), results
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() <= before

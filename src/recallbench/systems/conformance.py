@@ -29,14 +29,42 @@ Checks, in order (``CHECKS``):
     return everything regardless of ``k`` declare it (``Capabilities(ignores_k=True)``) and
     are exempt from the ``k`` bound (never from the store-size bound or the no-duplicates
     rule).
+``thread_safe``
+    after one ingest, a set of searches is run sequentially, then the same searches from
+    ``THREADS`` threads at once (each thread all of them, ``ROUNDS`` times, in its own order):
+    every concurrent result must equal the sequential one (ids, texts and source turns, in
+    order), as ``recallbench run --concurrency N`` needs. A search that raises only under
+    concurrency fails the check too.
+``results_not_aliased``
+    every list a search returned, and the memories in it, still hold what they held when they
+    were returned after later searches, a later ``add`` and a ``reset()`` (a system that hands
+    out one list object and refills it, or rewrites memories it returned, fails).
 
-Every search result is also type-checked: a ``list`` of :class:`Memory` whose ``id`` and
-``text`` are strings and whose ``source_turns`` is ``None`` or a tuple of strings.
+Every search result is also type-checked, failing with the field named: a ``list`` of
+:class:`Memory` whose ``id`` and ``text`` are ``str`` without lone surrogates (they must encode
+as UTF-8), whose ``source_turns`` is ``None`` or a tuple of strings, and whose ``score`` is
+``None`` or a finite real number: an ``int`` or a ``float`` (a subclass such as
+``numpy.float64`` included) but not a ``bool``, so a ``numpy.float32`` fails (convert it with
+``float()``).
+
+Untrusted code may hang, so the kit makes every call to the system (``add``, ``search``,
+``reset``, ``finish_ingest``) on a daemon worker thread and waits at most ``timeout_s`` seconds
+for it (default ``DEFAULT_CALL_TIMEOUT_S``; building the system: ``create_timeout_s``, default
+``DEFAULT_CREATE_TIMEOUT_S``). A call that overruns fails its check naming the call (``search('...',
+k=5) did not return within 10 s (timeout)``); the stuck thread is abandoned (in-process code
+cannot be killed; a daemon thread cannot keep the process alive), the instance is sent nothing
+more (no further checks, no final ``reset``/``close``) and every remaining check is skipped
+naming the check that timed out. A constructor that overruns fails ``create``.
 """
 
 from __future__ import annotations
 
+import math
+import queue
+import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass
@@ -68,8 +96,22 @@ CHECKS: tuple[str, ...] = (
     "source_turns_exist",
     "unicode_roundtrip",
     "edge_cases",
+    "thread_safe",
+    "results_not_aliased",
 )
-"""Stable check names, in the order they run."""
+"""Stable check names, in the order they run (new checks are appended, never inserted)."""
+
+DEFAULT_CALL_TIMEOUT_S = 10.0
+"""Seconds the kit waits for one ``add``/``search``/``reset``/``finish_ingest`` call."""
+
+DEFAULT_CREATE_TIMEOUT_S = 300.0
+"""Seconds the kit waits for the system's constructor (which may load a model)."""
+
+THREADS = 4
+"""Threads that search at the same time in the ``thread_safe`` check."""
+
+ROUNDS = 2
+"""How many times each of those threads runs every ``thread_safe`` query."""
 
 CREATE_CHECK = "create"
 """Check name of the single result returned when the system cannot be built at all."""
@@ -292,6 +334,138 @@ class _Skipped(Exception):
     """The check cannot be judged for this system; the message says why."""
 
 
+class _TimedOut(_Failed):
+    """A call to the system did not return in time; the instance cannot be trusted any more."""
+
+
+class _Pending:
+    """One call handed to a worker thread, and what became of it."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self.fn = fn
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.fn()
+        except BaseException as exc:  # noqa: BLE001 - the system's failure is reported, not raised here
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+def _worker_loop(calls: queue.SimpleQueue[_Pending | None]) -> None:
+    while True:
+        pending = calls.get()
+        if pending is None:
+            return
+        pending.run()
+
+
+def _seconds(timeout_s: float) -> float:
+    """``timeout_s`` as a float; ``ValueError`` unless it is a positive finite number."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float):
+        raise ValueError(f"a timeout must be a positive number of seconds, got {timeout_s!r}")
+    if not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise ValueError(f"a timeout must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
+
+
+class _Caller:
+    """Makes the system's calls one at a time on one daemon worker thread, each with a timeout.
+
+    ``call`` returns what the call returned or re-raises what it raised (an ``Exception``; any
+    other ``BaseException`` becomes ``_Failed``). A call that overruns its timeout raises
+    ``_TimedOut`` naming it; its thread is abandoned (it exits if the call ever returns) and
+    ``hung`` names the call, after which nothing more may be sent. ``close()`` lets the worker
+    exit once it is idle.
+    """
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = _seconds(timeout_s)
+        self.hung: str | None = None
+        self._calls: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        threading.Thread(
+            target=_worker_loop, args=(self._calls,), daemon=True, name="recallbench-verify"
+        ).start()
+
+    def call(self, what: str, fn: Callable[[], Any], timeout_s: float | None = None) -> Any:
+        if self.hung is not None:  # pragma: no cover - run_checks stops after a timeout
+            raise _TimedOut(f"{what} not attempted: {self.hung} timed out earlier")
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        pending = _Pending(fn)
+        self._calls.put(pending)
+        if not pending.done.wait(limit):
+            self.hung = what
+            raise _TimedOut(f"{what} did not return within {limit:g} s (timeout)")
+        err = pending.error
+        if err is None:
+            return pending.result
+        if isinstance(err, Exception):
+            raise err
+        raise _Failed(f"{what} raised {type(err).__name__}: {err}")
+
+    def close(self) -> None:
+        self._calls.put(None)
+
+
+def _type_name(value: object) -> str:
+    cls = type(value)
+    return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _lone_surrogate(text: str) -> int | None:
+    """Index of the first lone surrogate in ``text`` (which UTF-8 cannot encode), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
+def _validate(where: str, result: object) -> list[Memory]:
+    """``result`` if it is a well-typed search result, else ``_Failed`` naming the field."""
+    if not isinstance(result, list):
+        raise _Failed(f"{where} returned {_type_name(result)}, expected list[Memory]")
+    for m in result:
+        if not isinstance(m, Memory):
+            raise _Failed(f"{where} returned a {_type_name(m)}, expected Memory")
+        label = f"{where} returned Memory {m.id!r}"
+        for name in ("id", "text"):
+            value = getattr(m, name)
+            if not isinstance(value, str):
+                raise _Failed(f"{label} whose {name} is {_type_name(value)}, expected str")
+            at = _lone_surrogate(value)
+            if at is not None:
+                raise _Failed(
+                    f"{label} whose {name} contains a lone surrogate at index {at} "
+                    f"({ascii(value[at])}), which is not valid text (cannot be encoded as UTF-8)"
+                )
+        st = m.source_turns
+        if st is not None and not isinstance(st, tuple):
+            raise _Failed(
+                f"{label} whose source_turns is {_type_name(st)}, expected tuple[str, ...] or None"
+            )
+        bad = [x for x in st or () if not isinstance(x, str)]
+        if bad:
+            raise _Failed(
+                f"{label} whose source_turns holds {_type_name(bad[0])}, "
+                "expected tuple[str, ...] or None"
+            )
+        score = m.score
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, int | float):
+                raise _Failed(
+                    f"{label} whose score is {_type_name(score)}, expected a float or None "
+                    "(convert it with float())"
+                )
+            if not math.isfinite(score):
+                raise _Failed(f"{label} whose score is {score!r}, expected a finite number or None")
+    return result
+
+
 def _ids(values: Iterable[str], limit: int = 5) -> str:
     items = sorted(set(values))
     shown = ", ".join(items[:limit])
@@ -305,8 +479,9 @@ def _short(text: str, limit: int = 60) -> str:
 class _Probe:
     """Calls the system, turning its exceptions and malformed results into ``_Failed``."""
 
-    def __init__(self, system: MemorySystem) -> None:
+    def __init__(self, system: MemorySystem, caller: _Caller) -> None:
         self.system = system
+        self.caller = caller
         self.added: set[str] = set()  # turn ids added since the last reset
         self.returned: set[str] = set()  # memory ids returned since the last reset
         self.returned_before: set[str] = set()  # memory ids returned before the last reset
@@ -315,7 +490,9 @@ class _Probe:
 
     def reset(self) -> None:
         try:
-            self.system.reset()
+            self.caller.call("reset()", self.system.reset)
+        except _Failed:
+            raise
         except Exception as exc:
             raise _Failed(f"reset() raised {type(exc).__name__}: {exc}") from exc
         self.added = set()
@@ -326,8 +503,11 @@ class _Probe:
 
     def add(self, *sessions: Session) -> None:
         for session in sessions:
+            where = f"add({session.session_id})"
             try:
-                self.system.add(session)
+                self.caller.call(where, lambda session=session: self.system.add(session))
+            except _Failed:
+                raise
             except Exception as exc:
                 raise _Failed(
                     f"add({session.session_id}) raised {type(exc).__name__}: {exc}"
@@ -345,31 +525,21 @@ class _Probe:
             raise _Failed(str(exc)) from exc
         if "finish_ingest" in hooks:
             try:
-                self.system.finish_ingest()  # type: ignore[attr-defined]
+                self.caller.call("finish_ingest()", self.system.finish_ingest)  # type: ignore[attr-defined]
+            except _Failed:
+                raise
             except Exception as exc:
                 raise _Failed(f"finish_ingest() raised {type(exc).__name__}: {exc}") from exc
 
     def search(self, query: str, k: int) -> list[Memory]:
         where = f"search({_short(query, 40)}, k={k})"
         try:
-            result = self.system.search(query, k)
+            raw = self.caller.call(where, lambda: self.system.search(query, k))
+        except _Failed:
+            raise
         except Exception as exc:
             raise _Failed(f"{where} raised {type(exc).__name__}: {exc}") from exc
-        if not isinstance(result, list):
-            raise _Failed(f"{where} returned {type(result).__name__}, expected list[Memory]")
-        for m in result:
-            if not isinstance(m, Memory):
-                raise _Failed(f"{where} returned a {type(m).__name__}, expected Memory")
-            if not isinstance(m.id, str) or not isinstance(m.text, str):
-                raise _Failed(f"{where} returned a Memory whose id or text is not a string")
-            st = m.source_turns
-            if st is not None and (
-                not isinstance(st, tuple) or not all(isinstance(x, str) for x in st)
-            ):
-                raise _Failed(
-                    f"{where} returned Memory {m.id!r} whose source_turns is "
-                    f"{type(st).__name__}, expected tuple[str, ...] or None"
-                )
+        result = _validate(where, raw)
         ids = [m.id for m in result]
         if len(set(ids)) != len(ids):
             dups = {i for i in ids if ids.count(i) > 1}
@@ -606,6 +776,151 @@ def _check_edge_cases(probe: _Probe) -> str:
     return "ignores_k: exempt from the k bound" if ignores_k else ""
 
 
+THREAD_QUERIES = (
+    *DETERMINISM_QUERIES,
+    *SOURCE_QUERIES,
+    *GROUP_B_QUERIES,
+)
+"""The searches ``thread_safe`` runs sequentially and then concurrently (k=3)."""
+
+
+def _key(memories: Sequence[Memory]) -> list[tuple[str, str, tuple[str, ...] | None]]:
+    """What the scorer reads of a result: ids, texts and source turns, in order."""
+    return [(m.id, m.text, m.source_turns) for m in memories]
+
+
+class _SearchThread:
+    """One daemon thread running ``queries`` against the system, as a ``--concurrency`` worker.
+
+    ``current`` is the call in progress and when it started (for the timeout); ``results`` the
+    raw results in order; ``error`` the first exception (the thread stops there).
+    """
+
+    def __init__(
+        self, system: MemorySystem, queries: Sequence[str], k: int, start: threading.Barrier
+    ) -> None:
+        self.system = system
+        self.queries = list(queries)
+        self.k = k
+        self.start = start
+        self.current: tuple[str, float] | None = None
+        self.results: list[tuple[str, str, object]] = []
+        self.error: tuple[str, BaseException] | None = None
+        self.done = threading.Event()
+        threading.Thread(target=self._run, daemon=True, name="recallbench-verify-search").start()
+
+    def _run(self) -> None:
+        try:
+            self.start.wait()
+            for query in self.queries:
+                where = f"search({_short(query, 40)}, k={self.k})"
+                self.current = (where, time.monotonic())
+                try:
+                    found = self.system.search(query, self.k)
+                except BaseException as exc:  # noqa: BLE001 - reported by the check
+                    self.error = (where, exc)
+                    return
+                self.results.append((query, where, found))
+                self.current = None
+        finally:
+            self.done.set()
+
+
+def _check_thread_safe(probe: _Probe) -> str:
+    k = 3
+    probe.reset()
+    probe.add(*GROUP_A, *DETERMINISM_SESSIONS)
+    expected = {q: _key(probe.search(q, k)) for q in THREAD_QUERIES}
+    if not any(expected.values()):
+        raise _Skipped("no memories returned for any query, nothing to compare")
+    plans = []
+    for t in range(THREADS):  # each thread its own order: rotated by t, odd threads reversed
+        order = [*THREAD_QUERIES[t:], *THREAD_QUERIES[:t]]
+        plans.append((order[::-1] if t % 2 else order) * ROUNDS)
+    start = threading.Barrier(THREADS)
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)  # switch threads often, so races show up in a short probe
+    try:
+        threads = [_SearchThread(probe.system, plan, k, start) for plan in plans]
+        while not all(t.done.wait(0.02) for t in threads):
+            for t in threads:
+                current = t.current
+                if current is not None and time.monotonic() - current[1] > probe.caller.timeout_s:
+                    probe.caller.hung = f"concurrent {current[0]}"
+                    raise _TimedOut(
+                        f"concurrent {current[0]} (from {THREADS} threads) did not return "
+                        f"within {probe.caller.timeout_s:g} s (timeout)"
+                    )
+    finally:
+        sys.setswitchinterval(previous)
+    for t in threads:
+        if t.error is not None:
+            where, exc = t.error
+            raise _Failed(
+                f"concurrent {where} (from {THREADS} threads) raised {type(exc).__name__}: {exc}"
+            )
+    differ: list[str] = []
+    total = 0
+    for t in threads:
+        for query, where, found in t.results:
+            total += 1
+            got = _key(_validate(f"concurrent {where}", found))
+            if got != expected[query]:
+                differ.append(
+                    f"{where} gave ids {[m[0] for m in got]} concurrently but "
+                    f"{[m[0] for m in expected[query]]} sequentially"
+                )
+    if differ:
+        raise _Failed(
+            f"{len(differ)} of {total} searches run concurrently from {THREADS} threads gave "
+            f"a different result than sequentially (not thread-safe: protect shared state "
+            f"with a lock): {'; '.join(differ[:2])}"
+        )
+    return f"{total} concurrent searches from {THREADS} threads matched"
+
+
+def _snapshot(memories: Sequence[Memory]) -> list[tuple[object, ...]]:
+    return [(m.id, m.text, m.source_turns, m.score) for m in memories]
+
+
+def _check_results_not_aliased(probe: _Probe) -> str:
+    kept: list[tuple[str, list[Memory], list[tuple[object, ...]]]] = []
+
+    def unchanged(after: str) -> None:
+        for where, result, snapshot in kept:
+            now = _snapshot(result)
+            if now != snapshot:
+                again = any(r is result for w, r, _ in kept if w != where)
+                hint = " (search returned the same list object again)" if again else ""
+                raise _Failed(
+                    f"the result of {where} changed after later calls (after {after}): ids were "
+                    f"{[s[0] for s in snapshot]}, texts {[_short(str(s[1]), 30) for s in snapshot]}"
+                    f", now ids {[s[0] for s in now]}, texts "
+                    f"{[_short(str(s[1]), 30) for s in now]}{hint}: return a new list of new "
+                    "Memory objects from every search"
+                )
+
+    probe.reset()
+    probe.add(*DETERMINISM_SESSIONS)
+    for query in (*SOURCE_QUERIES, *DETERMINISM_QUERIES):
+        where = f"search({_short(query, 40)}, k=3)"
+        result = probe.search(query, 3)
+        unchanged(where)
+        kept.append((where, result, _snapshot(result)))
+    if not any(snapshot for _, _, snapshot in kept):
+        raise _Skipped("no memories returned for any query, nothing to compare")
+    probe.add(STALE_SESSION)
+    unchanged(f"add({STALE_SESSION.session_id})")
+    probe.search(SOURCE_QUERIES[2], 3)
+    unchanged(f"search({_short(SOURCE_QUERIES[2], 40)}, k=3)")
+    probe.reset()
+    unchanged("reset()")
+    probe.add(UNRELATED_SESSION)
+    probe.search("sourdough bread", 3)
+    unchanged("a search after reset()")
+    return ""
+
+
 _CHECK_FUNCTIONS: dict[str, Callable[[_Probe], str]] = {
     "protocol": _check_protocol,
     "forgets_after_reset": _check_forgets_after_reset,
@@ -614,17 +929,45 @@ _CHECK_FUNCTIONS: dict[str, Callable[[_Probe], str]] = {
     "source_turns_exist": _check_source_turns_exist,
     "unicode_roundtrip": _check_unicode_roundtrip,
     "edge_cases": _check_edge_cases,
+    "thread_safe": _check_thread_safe,
+    "results_not_aliased": _check_results_not_aliased,
 }
 if tuple(_CHECK_FUNCTIONS) != CHECKS:  # pragma: no cover - guards edits to this module
     raise RuntimeError("conformance CHECKS and check functions are out of step")
 
 
-def run_checks(name: str, system: MemorySystem) -> list[CheckResult]:
-    """Run every check against an already built system (``name`` labels the results)."""
-    probe = _Probe(system)
+def run_checks(
+    name: str, system: MemorySystem, timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+) -> list[CheckResult]:
+    """Run every check against an already built system (``name`` labels the results).
+
+    Each call to the system waits at most ``timeout_s`` seconds; after a call that timed out,
+    the remaining checks are skipped (see the module docstring).
+    """
+    caller = _Caller(timeout_s)
+    try:
+        return _run_checks(name, system, caller)
+    finally:
+        caller.close()
+
+
+def _run_checks(name: str, system: MemorySystem, caller: _Caller) -> list[CheckResult]:
+    probe = _Probe(system, caller)
     results: list[CheckResult] = []
     callable_api = all(callable(getattr(system, a, None)) for a in ("add", "search", "reset"))
+    timed_out: str | None = None
     for check in CHECKS:
+        if timed_out is not None:
+            results.append(
+                CheckResult(
+                    name,
+                    check,
+                    "skip",
+                    f"{name}: {check} skipped: {timed_out} timed out, so the instance cannot be "
+                    "trusted",
+                )
+            )
+            continue
         if check != "protocol" and not callable_api:
             results.append(
                 CheckResult(
@@ -637,6 +980,9 @@ def run_checks(name: str, system: MemorySystem) -> list[CheckResult]:
             continue
         try:
             note = _CHECK_FUNCTIONS[check](probe)
+        except _TimedOut as exc:
+            timed_out = check
+            results.append(CheckResult(name, check, "fail", f"{name}: {check} failed: {exc}"))
         except _Failed as exc:
             results.append(CheckResult(name, check, "fail", f"{name}: {check} failed: {exc}"))
         except _Skipped as exc:
@@ -656,18 +1002,31 @@ def run_checks(name: str, system: MemorySystem) -> list[CheckResult]:
 
 
 def check_system(
-    name: str, config: Mapping[str, Any] | None = None, work_dir: Path | None = None
+    name: str,
+    config: Mapping[str, Any] | None = None,
+    work_dir: Path | None = None,
+    *,
+    timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+    create_timeout_s: float = DEFAULT_CREATE_TIMEOUT_S,
 ) -> list[CheckResult]:
     """Build the registered system ``name`` and run the whole battery against it.
+
+    The constructor runs on the kit's worker thread and may take ``create_timeout_s`` seconds;
+    every later call ``timeout_s`` seconds (see the module docstring). After a call timed out
+    the system is neither reset nor closed.
 
     ``work_dir`` is a folder for the system's state: its ``work`` and ``cache`` subfolders
     become the context's ``work_dir`` and ``cache_dir``. A temporary folder is used (and
     removed) when it is not given. Returns one result per entry of ``CHECKS``, or a single
     ``skip`` result (check ``"create"``) when an optional extra is missing, or a single
-    ``fail`` result when building the system raises. Raises ``UnknownSystemError`` for a name
-    that is not registered.
+    ``fail`` result when building the system raises or times out. Raises
+    ``UnknownSystemError`` for a name that is not registered, ``ValueError`` for a timeout that
+    is not a positive number.
     """
+    create_timeout_s = _seconds(create_timeout_s)
+    caller = _Caller(timeout_s)
     with ExitStack() as stack:
+        stack.callback(caller.close)
         if work_dir is None:
             tmp = tempfile.TemporaryDirectory(
                 prefix="recallbench-verify-", ignore_cleanup_errors=True
@@ -682,7 +1041,13 @@ def check_system(
             assert folder is not None
             folder.mkdir(parents=True, exist_ok=True)
         try:
-            system = create_system(name, context)
+            system = caller.call(
+                f"building {name}", lambda: create_system(name, context), create_timeout_s
+            )
+        except _TimedOut as exc:
+            return [
+                CheckResult(name, CREATE_CHECK, "fail", f"{name}: {CREATE_CHECK} failed: {exc}")
+            ]
         except SystemUnavailableError as exc:
             extra = f"missing optional extra {exc.extra!r}" if exc.extra else "missing dependency"
             return [
@@ -702,9 +1067,10 @@ def check_system(
                 )
             ]
         try:
-            return run_checks(name, system)
+            return _run_checks(name, system, caller)
         finally:
-            with suppress(Exception):  # best effort; the checks already reported
-                if callable(getattr(system, "reset", None)):
-                    system.reset()
-                close_system(system)
+            if caller.hung is None:
+                with suppress(Exception):  # best effort; the checks already reported
+                    if callable(getattr(system, "reset", None)):
+                        caller.call("reset()", system.reset)
+                    caller.call("close()", lambda: close_system(system))
