@@ -486,6 +486,13 @@ def verify(
     system: Annotated[str | None, typer.Option(help="Check only this system.")] = None,
     config: Annotated[Path | None, typer.Option(help="JSON/TOML options for the system.")] = None,
     data_dir: DataDirOpt = None,
+    check_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds one call to a system may take in the conformance kit.",
+            min=0.001,
+        ),
+    ] = 10.0,
 ) -> None:
     """Self-check: systems keep the protocol, the scorer is deterministic, data matches."""
     from recallbench import verify as selfcheck
@@ -493,7 +500,7 @@ def verify(
     if config is not None and system is None:
         raise fail("--config needs --system: it holds that system's options")
     options = read_config(config).get(system, {}) if system else {}
-    checks = selfcheck.check_systems(system, options)
+    checks = selfcheck.check_systems(system, options, timeout_s=check_timeout)
     if system is None:
         checks += selfcheck.check_scorer_determinism()
         checks += selfcheck.check_datasets(resolve_data_dir(data_dir))

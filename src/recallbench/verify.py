@@ -18,7 +18,7 @@ from typing import Any
 
 from recallbench.benchmarks import dataset_specs
 from recallbench.datasets.fetch import sha256_file
-from recallbench.systems.conformance import Status, check_system
+from recallbench.systems.conformance import DEFAULT_CALL_TIMEOUT_S, Status, check_system
 from recallbench.systems.registry import available_systems
 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -36,11 +36,19 @@ class Check:
     detail: str = ""
 
 
-def check_systems(only: str | None = None, config: Mapping[str, Any] | None = None) -> list[Check]:
+def check_systems(
+    only: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+) -> list[Check]:
+    """The conformance kit on ``only`` (or every registered system), ``config`` its options.
+
+    Each call to a system may take ``timeout_s`` seconds before its check fails as a timeout.
+    """
     names = [only] if only else list(available_systems())
     out = []
     for name in names:
-        for r in check_system(name, config):
+        for r in check_system(name, config, timeout_s=timeout_s):
             out.append(Check("system", r.system, r.check, r.status, r.detail))
     return out
 
