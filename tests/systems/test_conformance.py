@@ -273,6 +273,22 @@ class RaisesWhenConcurrent(GoodSystem):
             type(self).active -= 1
 
 
+class HangsWhenConcurrent(GoodSystem):
+    """Deadlocks as soon as two searches overlap; sequentially it is a correct system."""
+
+    active: ClassVar[int] = 0
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        type(self).active += 1
+        try:
+            time.sleep(0.001)
+            if type(self).active > 1:
+                HANG.wait()
+            return super().search(query, k)
+        finally:
+            type(self).active -= 1
+
+
 class ReusesResultList(GoodSystem):
     """Returns the same list object from every search, refilled each time."""
 
@@ -641,6 +657,17 @@ def test_a_system_raising_under_concurrency_fails_thread_safe(register) -> None:
     assert race.status == "fail" and "raised RuntimeError: index is being rebuilt" in race.detail
 
 
+def test_a_concurrent_hang_fails_thread_safe_and_skips_the_rest(register) -> None:
+    name = register(HangsWhenConcurrent)
+    results = by_check(check_system(name, timeout_s=0.2))
+    assert all(results[c].status == "pass" for c in ORIGINAL_CHECKS), results
+    race = results["thread_safe"]
+    assert race.status == "fail", race
+    assert "concurrent search(" in race.detail and "did not return within 0.2 s" in race.detail
+    skipped = results["results_not_aliased"]
+    assert skipped.status == "skip" and "thread_safe timed out" in skipped.detail
+
+
 def test_a_reused_result_list_fails_results_not_aliased(register) -> None:
     name = register(ReusesResultList)
     alias = by_check(check_system(name))["results_not_aliased"]
@@ -690,3 +717,12 @@ def test_the_good_double_passes_the_new_checks_and_the_kit_leaves_no_threads(reg
     while threading.active_count() > before and time.monotonic() < deadline:
         time.sleep(0.01)
     assert threading.active_count() <= before
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), True])
+def test_a_timeout_must_be_a_positive_number(register, bad: float) -> None:
+    name = register(GoodSystem)
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        check_system(name, timeout_s=bad)
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        check_system(name, create_timeout_s=bad)
