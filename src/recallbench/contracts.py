@@ -29,6 +29,16 @@ ALL = "all"
 Outcome = Literal["usable", "unusable", "error"]
 """usable: memories came back; unusable: the search returned nothing; error: exception/timeout."""
 
+IngestOutcome = Literal["usable", "partial", "error"]
+"""usable: every call of the group's ingest returned; partial: some ``add`` (or ``finish_ingest``)
+raised, the rest went in and the group's searches still ran; error: nothing usable went in
+(``reset`` raised, the system could not be built, or a call timed out and the instance was
+quarantined). ``partial`` was added within format "2": readers only compare the value."""
+
+OMIT_EMPTY = "omit_empty"
+"""Field metadata key: :func:`to_json_dict` leaves the field out while its value is empty, so a
+field added for rare cases (``flags``) does not change the bytes of records without it."""
+
 HaystackKind = Literal["global", "conversation", "question"]
 
 
@@ -150,6 +160,10 @@ class Observation:
     answer_generated: bool = False
     retrieval_reported: bool = True
     """False when a prediction file gave no retrieved ids: retrieval is then null, not 0."""
+    flags: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """What the harness noticed about a usable result, each ``rule: explanation`` (rule
+    ``source_text_absent``: a raw-text system's memory contains none of its claimed turns);
+    copied to the verdict. Left out of the JSON when empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +178,7 @@ class IngestRecord:
     chunks: int
     turns: int
     ingest_ms: float | None
-    outcome: Outcome
+    outcome: IngestOutcome
     outcome_reason: str | None = None
     finish_ms: float | None = None
     """Time of the system's ``finish_ingest`` hook (counted inside ``ingest_ms``); None when the
@@ -187,6 +201,9 @@ class Verdict:
     chars_returned: int
     metrics: Mapping[str, float | None]
     null_reasons: Mapping[str, str] = field(default_factory=dict)
+    flags: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """The observation's flags (``rule: explanation``), unchanged; left out of the JSON when
+    empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +290,11 @@ class AppliedRules:
 def to_json_dict(record: Any) -> Any:
     """Plain JSON-able structure for a record (dataclasses, tuples, mappings, scalars)."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
-        return {f.name: to_json_dict(getattr(record, f.name)) for f in dataclasses.fields(record)}
+        return {
+            f.name: to_json_dict(getattr(record, f.name))
+            for f in dataclasses.fields(record)
+            if not (f.metadata.get(OMIT_EMPTY) and not getattr(record, f.name))
+        }
     if isinstance(record, Mapping):
         return {str(k): to_json_dict(v) for k, v in record.items()}
     if isinstance(record, list | tuple):
@@ -304,6 +325,7 @@ def observation_from_dict(d: Mapping[str, Any]) -> Observation:
     fields = {f.name for f in dataclasses.fields(Observation)}
     kw = {k: v for k, v in d.items() if k in fields}
     kw["memories"] = tuple(memory_from_dict(m) for m in d.get("memories", ()))
+    kw["flags"] = tuple(d.get("flags", ()))
     return Observation(**kw)
 
 
@@ -314,7 +336,9 @@ def ingest_from_dict(d: Mapping[str, Any]) -> IngestRecord:
 
 def verdict_from_dict(d: Mapping[str, Any]) -> Verdict:
     fields = {f.name for f in dataclasses.fields(Verdict)}
-    return Verdict(**{k: v for k, v in d.items() if k in fields})
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["flags"] = tuple(d.get("flags", ()))
+    return Verdict(**kw)
 
 
 def metric_row_from_dict(d: Mapping[str, Any]) -> MetricRow:

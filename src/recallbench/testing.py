@@ -3,7 +3,8 @@
 Systems: :class:`NoopSystem` (does nothing: harness overhead), :class:`SlowBM25` (BM25, slow
 enough to kill a run part-way), :class:`SlowFinishBM25` (a slow ``finish_ingest`` hook),
 :class:`FlakySystem` (raises on some questions, hangs on others), :class:`NoSourceSystem`
-(memories without source turns). :func:`register` adds them to
+(memories without source turns), :class:`HostileSystem` (one fault per mode, for the adapter
+boundary). :func:`register` adds them to
 this process's system registry under those names.
 
 :class:`FakeEncoderModel` is a bag-of-words hashing "sentence model" (no torch) to register with
@@ -18,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from recallbench.contracts import Memory, Session
+from recallbench.errors import SystemConfigError
 from recallbench.results import store
 from recallbench.score.metrics import TIMING
 from recallbench.systems import registry
@@ -56,14 +59,18 @@ class SlowFinishBM25(BM25System):
 
 
 class FlakySystem(BM25System):
-    """Raises on every question whose text contains 'when', hangs on 'Which', else BM25."""
+    """Raises on every question whose text contains 'when'; once it has raised, hangs on
+    questions starting 'Which'; else BM25. (A timeout quarantines the instance for the rest of
+    its group, so the hang comes after a raise for both faults to show in one group.)"""
 
     name = "flaky"
+    _raised = False
 
     def search(self, query: str, k: int) -> list[Memory]:
         if "when" in query.lower().split():
+            self._raised = True
             raise RuntimeError("backend exploded")
-        if query.startswith("Which"):
+        if query.startswith("Which") and self._raised:
             time.sleep(2.0)
         return super().search(query, k)
 
@@ -98,12 +105,182 @@ class NoopSystem:
         pass
 
 
+class HostileSystem(BM25System):
+    """BM25 with faults, chosen by its config: ``mode = "<name>"`` or ``modes = [...]``.
+
+    Value faults (every search): ``text_none``, ``text_int`` (a memory whose text is None or an
+    int), ``numpy_score`` (scores are ``numpy.float32``: valid, normalised to float),
+    ``lone_surrogate`` (a text with a lone surrogate), ``reused_list`` (one list object, cleared
+    and refilled by every search, returned after a short sleep), ``claims_every_turn`` (one
+    16-character memory claiming every turn handed to it), ``unknown_turn`` (the first memory
+    also claims a turn id that names no turn), ``str_source_turns`` (``source_turns`` a str).
+    ``mutates_session``: every ``add`` overwrites the text of the turns it is handed.
+    ``constructor_raises``: the constructor raises ``RuntimeError("cannot connect")``.
+    Call faults, the first ``times`` calls of a run only (option, default 1; counted in the run's
+    work folder, so a replacement instance behaves): ``add_sleeps`` and ``search_sleeps`` (sleep
+    ``sleep_s`` seconds, option, default 1.0), ``add_raises`` (raise ``RuntimeError``).
+
+    :attr:`log` records ``(instance, method, detail)`` for every call in the process and
+    :attr:`overlaps` counts calls that ran while another call was inside the same instance.
+    """
+
+    name = "hostile"
+    MODES = frozenset(
+        {
+            "text_none",
+            "text_int",
+            "numpy_score",
+            "lone_surrogate",
+            "constructor_raises",
+            "add_sleeps",
+            "search_sleeps",
+            "add_raises",
+            "reused_list",
+            "claims_every_turn",
+            "unknown_turn",
+            "str_source_turns",
+            "mutates_session",
+        }
+    )
+    log: list[tuple[int, str, str]] = []
+    overlaps = 0
+    _serial = 0
+    _guard = threading.Lock()
+
+    def __init__(self, context: SystemContext | None = None) -> None:
+        config = dict((context or SystemContext()).config)
+        modes = config.pop("modes", None)
+        mode = config.pop("mode", None)
+        chosen = list(modes or []) + ([mode] if mode else [])
+        self.times = int(config.pop("times", 1))
+        self.sleep_s = float(config.pop("sleep_s", 1.0))
+        unknown = sorted(set(chosen) - self.MODES)
+        if unknown:
+            raise SystemConfigError(f"hostile: unknown mode(s) {', '.join(unknown)}")
+        self.modes = frozenset(chosen)
+        if "constructor_raises" in self.modes:
+            raise RuntimeError("cannot connect")
+        super().__init__(SystemContext(**{**_context_fields(context), "config": config}))
+        work = (context or SystemContext()).work_dir
+        self._counter_dir = work.parent if work is not None else None
+        self._fired: dict[str, int] = {}
+        self._inside = 0
+        self._turns: list[str] = []
+        self._shared: list[Memory] = []
+        with HostileSystem._guard:
+            HostileSystem._serial += 1
+            self.instance = HostileSystem._serial
+
+    # -- bookkeeping -----------------------------------------------------------------------
+    def _enter(self, method: str, detail: str) -> None:
+        with HostileSystem._guard:
+            HostileSystem.log.append((self.instance, method, detail))
+            self._inside += 1
+            if self._inside > 1:
+                HostileSystem.overlaps += 1
+
+    def _leave(self) -> None:
+        with HostileSystem._guard:
+            self._inside -= 1
+
+    def _fires(self, mode: str) -> bool:
+        """True for the first ``times`` calls in ``mode`` of this run (of this instance when
+        it has no work folder)."""
+        if mode not in self.modes:
+            return False
+        if self._counter_dir is None:
+            n = self._fired.get(mode, 0)
+            self._fired[mode] = n + 1
+            return n < self.times
+        path = self._counter_dir / f".hostile-{mode}"
+        with HostileSystem._guard:
+            n = int(path.read_text()) if path.exists() else 0
+            path.write_text(str(n + 1))
+        return n < self.times
+
+    # -- the protocol ----------------------------------------------------------------------
+    def reset(self) -> None:
+        self._enter("reset", "")
+        try:
+            self._turns = []
+            super().reset()
+        finally:
+            self._leave()
+
+    def add(self, session: Session) -> None:
+        self._enter("add", session.session_id)
+        try:
+            if self._fires("add_sleeps"):
+                time.sleep(self.sleep_s)
+            if self._fires("add_raises"):
+                raise RuntimeError(f"add of {session.session_id} failed")
+            self._turns.extend(t.turn_id for t in session.turns)
+            super().add(session)
+            if "mutates_session" in self.modes:
+                for t in session.turns:
+                    object.__setattr__(t, "text", "mutated by hostile")
+                for c in session.chunks:
+                    for t in c.turns:
+                        object.__setattr__(t, "text", "mutated by hostile")
+        finally:
+            self._leave()
+
+    def search(self, query: str, k: int) -> Any:
+        self._enter("search", query)
+        try:
+            if self._fires("search_sleeps"):
+                time.sleep(self.sleep_s)
+            found = super().search(query, k)
+            return self._spoil(found)
+        finally:
+            self._leave()
+
+    def close(self) -> None:
+        with HostileSystem._guard:
+            HostileSystem.log.append((self.instance, "close", ""))
+
+    def _spoil(self, found: list[Memory]) -> Any:
+        out: list[Any] = list(found)
+        if "claims_every_turn" in self.modes:
+            out = [Memory(id="all", text="x" * 16, source_turns=tuple(self._turns))]
+        if out and "text_none" in self.modes:
+            out[0] = Memory(id=out[0].id, text=None, source_turns=out[0].source_turns)  # type: ignore[arg-type]
+        if out and "text_int" in self.modes:
+            out[0] = Memory(id=out[0].id, text=42, source_turns=out[0].source_turns)  # type: ignore[arg-type]
+        if out and "lone_surrogate" in self.modes:
+            m = out[0]
+            out[0] = Memory(id=m.id, text=m.text + "\ud800", source_turns=m.source_turns)
+        if "numpy_score" in self.modes:
+            out = [
+                Memory(m.id, m.text, m.source_turns, np.float32(1.0 / (i + 1)))
+                for i, m in enumerate(out)
+            ]
+        if out and "unknown_turn" in self.modes:
+            m = out[0]
+            out[0] = Memory(m.id, m.text, (*(m.source_turns or ()), "no-such-turn"), m.score)
+        if out and "str_source_turns" in self.modes:
+            m = out[0]
+            out[0] = Memory(m.id, m.text, ",".join(m.source_turns or ()), m.score)  # type: ignore[arg-type]
+        if "reused_list" in self.modes:
+            self._shared.clear()
+            self._shared.extend(out)
+            time.sleep(0.002)
+            return self._shared
+        return out
+
+
+def _context_fields(context: SystemContext | None) -> dict[str, Any]:
+    c = context or SystemContext()
+    return {"seed": c.seed, "work_dir": c.work_dir, "cache_dir": c.cache_dir}
+
+
 TEST_SYSTEMS = {
     "slow-bm25": "recallbench.testing:SlowBM25",
     "flaky": "recallbench.testing:FlakySystem",
     "no-source": "recallbench.testing:NoSourceSystem",
     "noop": "recallbench.testing:NoopSystem",
     "slow-finish": "recallbench.testing:SlowFinishBM25",
+    "hostile": "recallbench.testing:HostileSystem",
 }
 
 
@@ -139,28 +316,35 @@ class FakeEncoderModel:
 # ------------------------------------------------------------------------ comparing runs
 
 
-def _rows(path: Path, drop_timing: bool) -> list[str]:
+def _rows(path: Path, drop_timing: bool, systems: frozenset[str] | None = None) -> list[str]:
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         record: dict[str, Any] = json.loads(line)
         if drop_timing and record.get("metric") in TIMING:
+            continue
+        if systems is not None and record.get("system") not in systems:
             continue
         record.pop("run_id", None)
         out.append(json.dumps(record, sort_keys=True, ensure_ascii=False))
     return out
 
 
-def run_differences(a: Path, b: Path, files: Iterable[str] | None = None) -> list[str]:
+def run_differences(
+    a: Path, b: Path, files: Iterable[str] | None = None, systems: Iterable[str] | None = None
+) -> list[str]:
     """How two results folders differ in their verdicts and metric rows, ignoring the run id
     and the timing-derived rows (``latency_ms_*``, ``ingest_ms_total``,
-    ``ingest_turns_per_s``) and nothing else; ``[]`` when they agree."""
+    ``ingest_turns_per_s``) and nothing else; ``[]`` when they agree. ``systems``: compare
+    only the rows of these systems (e.g. the baselines of a run that also ran a plugin)."""
+    only = None if systems is None else frozenset(systems)
     problems = []
     for name in files or (store.VERDICTS, store.METRICS):
         pa, pb = a / name, b / name
         if not pa.exists() or not pb.exists():
             problems.append(f"{name}: missing in {a if not pa.exists() else b}")
             continue
-        ra, rb = _rows(pa, name == store.METRICS), _rows(pb, name == store.METRICS)
+        ra = _rows(pa, name == store.METRICS, only)
+        rb = _rows(pb, name == store.METRICS, only)
         if ra == rb:
             continue
         if len(ra) != len(rb):
@@ -171,9 +355,10 @@ def run_differences(a: Path, b: Path, files: Iterable[str] | None = None) -> lis
     return problems
 
 
-def compare_runs(a: Path, b: Path) -> None:
-    """Raise AssertionError naming the first difference unless the two runs agree."""
-    problems = run_differences(a, b)
+def compare_runs(a: Path, b: Path, systems: Iterable[str] | None = None) -> None:
+    """Raise AssertionError naming the first difference unless the two runs agree (on the rows
+    of ``systems`` only, when given)."""
+    problems = run_differences(a, b, systems=systems)
     if problems:
         raise AssertionError("runs differ: " + "\n".join(problems))
 

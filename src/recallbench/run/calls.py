@@ -1,7 +1,15 @@
 """Calling a system with a per-call timeout on daemon worker threads.
 
 A call that overruns its timeout is abandoned (in-process code cannot be killed): its worker is
-replaced so capacity stays at ``workers``, and being a daemon it cannot keep the process alive.
+replaced so capacity stays at ``workers``, and being a daemon it cannot keep the process alive;
+when the abandoned call finally returns, that worker exits instead of taking more calls. A call
+still waiting in the queue can be cancelled (:meth:`CallPool.cancel`): it then never starts, so
+nothing runs inside a system the runner has given up on.
+
+``post`` (optional, per call) runs in the worker the moment the call returns, on its result
+(validation and copying: a system that reuses one result list cannot change it afterwards); an
+exception from ``post`` is kept apart from the call's own (``CallOutcome.invalid``). The call's
+time (``elapsed_ms``) does not include ``post``.
 """
 
 from __future__ import annotations
@@ -17,12 +25,17 @@ from typing import Any
 @dataclass
 class Call:
     fn: Callable[[], Any]
+    post: Callable[[Any], Any] | None = None
     started: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    cancelled: bool = False
+    abandoned: bool = False
     t0: float = 0.0
     t1: float = 0.0
     result: Any = None
     error: BaseException | None = None
+    invalid: BaseException | None = None
 
     @property
     def elapsed_ms(self) -> float:
@@ -31,10 +44,15 @@ class Call:
 
 @dataclass(frozen=True, slots=True)
 class CallOutcome:
+    """``ok``: the call returned and ``post`` accepted its result. ``timed_out``: abandoned
+    after its timeout. ``invalid``: the exception ``post`` raised (the call itself returned)."""
+
     ok: bool
     result: Any
     elapsed_ms: float | None
     reason: str | None
+    timed_out: bool = False
+    invalid: BaseException | None = None
 
 
 class CallPool:
@@ -52,34 +70,74 @@ class CallPool:
             call = self._queue.get()
             if call is None:
                 return
-            call.t0 = time.perf_counter()
-            call.started.set()
+            with call.lock:
+                if call.cancelled:
+                    continue
+                call.t0 = time.perf_counter()
+                call.started.set()
             try:
                 call.result = call.fn()
             except BaseException as exc:  # noqa: BLE001 - any failure becomes an observation
                 call.error = exc
             call.t1 = time.perf_counter()
-            call.done.set()
+            if call.error is None and call.post is not None:
+                try:
+                    call.result = call.post(call.result)
+                except BaseException as exc:  # noqa: BLE001 - an invalid result is recorded
+                    call.invalid = exc
+            with call.lock:
+                call.done.set()
+                if call.abandoned:  # a replacement worker took this one's place
+                    return
 
-    def submit(self, fn: Callable[[], Any]) -> Call:
-        call = Call(fn)
+    def submit(self, fn: Callable[[], Any], post: Callable[[Any], Any] | None = None) -> Call:
+        call = Call(fn, post)
         self._queue.put(call)
         return call
 
-    def wait(self, call: Call, timeout_s: float) -> CallOutcome:
-        """Wait for a submitted call; the timeout counts from when the call started running."""
+    def cancel(self, call: Call) -> bool:
+        """Make sure ``call`` never starts; False if it already started (it may still run)."""
+        with call.lock:
+            if call.started.is_set():
+                return False
+            call.cancelled = True
+            return True
+
+    def abandon(self, call: Call) -> None:
+        """Give up on ``call``: cancel it if queued; if it is running, replace its worker."""
+        if self.cancel(call):
+            return
+        with call.lock:
+            if call.done.is_set() or call.abandoned:
+                return
+            call.abandoned = True
+        self._spawn()
+
+    def wait(self, call: Call, timeout_s: float, abandon: bool = True) -> CallOutcome:
+        """Wait for a submitted call; the timeout counts from when the call started running.
+
+        A call that overruns is abandoned (its worker replaced) unless ``abandon`` is False:
+        then the caller must call :meth:`abandon` itself, after cancelling whatever queued
+        calls the replacement worker must not pick up."""
         call.started.wait()
         remaining = timeout_s - (time.perf_counter() - call.t0)
         if not call.done.wait(max(0.0, remaining)):
-            self._spawn()  # the stuck worker is abandoned; keep capacity
-            return CallOutcome(False, None, None, f"timeout after {timeout_s:g} s")
+            if abandon:
+                self.abandon(call)  # the stuck worker is abandoned; keep capacity
+            if not abandon or not call.done.is_set() or call.abandoned:
+                return CallOutcome(False, None, None, f"timeout after {timeout_s:g} s", True)
         if call.error is not None:
             err = call.error
             return CallOutcome(False, None, None, f"{type(err).__name__}: {err}")
+        if call.invalid is not None:
+            bad = call.invalid
+            return CallOutcome(False, None, call.elapsed_ms, f"invalid result: {bad}", False, bad)
         return CallOutcome(True, call.result, call.elapsed_ms, None)
 
-    def run(self, fn: Callable[[], Any], timeout_s: float) -> CallOutcome:
-        return self.wait(self.submit(fn), timeout_s)
+    def run(
+        self, fn: Callable[[], Any], timeout_s: float, post: Callable[[Any], Any] | None = None
+    ) -> CallOutcome:
+        return self.wait(self.submit(fn, post), timeout_s)
 
     def close(self) -> None:
         for _ in range(self._workers):

@@ -1,28 +1,49 @@
 """The runner: per haystack group, ``reset()``, ``add()`` every session in order (timed), then one
 ``search()`` per question (timed, with a timeout), writing raw observations. No scoring here.
 
-Failures never stop a run: an exception or timeout becomes an observation with outcome ``error``
-and its reason; an empty result is ``unusable``. Both are misses for the scorer.
+Systems are untrusted. Failures never stop a run, and one rule covers every failure inside a
+group: an exception from a search, or an invalid result (:mod:`recallbench.systems.boundary`,
+checked and copied inside the worker as the call returns), becomes an observation with outcome
+``error`` and its reason; an empty result is ``unusable``; both are misses for the scorer. An
+``add`` that raises is recorded and the group's ingest is ``partial`` (its searches still run).
+A call that times out quarantines the instance: it is closed if that returns, never called
+again, the group's remaining questions are errors (``instance quarantined after a timeout``),
+and a freshly built instance serves the next group (no hidden re-ingest). A system whose
+constructor raises is recorded as failed for every question, with the reason. Each system gets
+its own copy of the sessions, and ``chars_returned`` is counted by the harness
+(:func:`~recallbench.systems.boundary.chars_returned`).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import shutil
-import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from recallbench.chunking import with_chunks
-from recallbench.contracts import IngestRecord, Memory, Observation, Question, Session, sha256_text
+from recallbench.contracts import (
+    Chunk,
+    IngestRecord,
+    Memory,
+    Observation,
+    Question,
+    Session,
+    Turn,
+    sha256_text,
+)
 from recallbench.datasets.dataset import LoadedDataset
+from recallbench.errors import UserError
 from recallbench.results import store
 from recallbench.results.manifest import now_rfc3339
-from recallbench.run.calls import CallPool
+from recallbench.run.calls import CallOutcome, CallPool
 from recallbench.spec import RunSpec
 from recallbench.systems.base import MemorySystem, SystemContext, close_system, declared_hooks
+from recallbench.systems.boundary import chars_returned, normalise_memories, source_text_flags
 from recallbench.systems.registry import create_system
 
 
@@ -79,13 +100,47 @@ def point_images(session: Session, paths: Mapping[str, str]) -> Session:
     )
 
 
-def _validate_memories(result: Any) -> tuple[Memory, ...]:
-    if not isinstance(result, list | tuple):
-        raise TypeError(f"search returned {type(result).__name__}, expected a list of Memory")
-    for m in result:
-        if not isinstance(m, Memory):
-            raise TypeError(f"search returned a {type(m).__name__}, expected Memory")
-    return tuple(result)
+def private_copy(sessions: Sequence[Session]) -> list[Session]:
+    """Sessions with turn objects of their own (chunks share them as in the original), so a
+    system that mutates what it is handed cannot change what other systems, or the scorer, see.
+    """
+    out = []
+    for s in sessions:
+        fresh = {id(t): copy.copy(t) for t in s.turns}
+
+        def own(t: Turn, fresh: dict[int, Turn] = fresh) -> Turn:
+            got = fresh.get(id(t))
+            return got if got is not None else copy.copy(t)
+
+        chunks = tuple(
+            Chunk(c.chunk_id, c.session_id, c.date, tuple(own(t) for t in c.turns))
+            for c in s.chunks
+        )
+        out.append(dataclasses.replace(s, turns=tuple(own(t) for t in s.turns), chunks=chunks))
+    return out
+
+
+QUARANTINED = "instance quarantined after a timeout"
+"""The reason of every question a quarantined instance did not answer."""
+
+
+class _BuildError(Exception):
+    """A plugin's constructor (or its declarations) failed; the message is the recorded reason."""
+
+
+@dataclass
+class _Instance:
+    """One built system instance and what the runner knows of it."""
+
+    system: MemorySystem
+    summarizes: bool
+    quarantined: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _IngestResult:
+    searchable: bool
+    reason: str | None
 
 
 class Runner:
@@ -140,8 +195,12 @@ class Runner:
             obs_log.close()
             ingest_log.close()
 
-    def _context(self, system_name: str) -> SystemContext:
-        work = self.run_dir / "work" / system_name
+    def _context(self, system_name: str, generation: int = 0) -> SystemContext:
+        """A fresh private work folder: ``work/<system>`` for the first instance, and
+        ``work/<system>.<n>`` for the n-th replacement (a quarantined instance may still be
+        writing to its own)."""
+        suffix = f".{generation}" if generation else ""
+        work = self.run_dir / "work" / f"{system_name}{suffix}"
         shutil.rmtree(work, ignore_errors=True)  # a resumed run rebuilds state from scratch
         work.mkdir(parents=True, exist_ok=True)
         return SystemContext(
@@ -150,6 +209,30 @@ class Runner:
             cache_dir=self.cache_dir,
             config=dict(self.spec.system_configs.get(system_name, {})),
         )
+
+    def _build(self, system_name: str, generation: int) -> _Instance:
+        """Build an instance; a user error (unknown system, bad config) propagates, any other
+        exception from the plugin's constructor or declarations is raised as ``_BuildError``."""
+        try:
+            system = create_system(system_name, self._context(system_name, generation))
+            caps = system.capabilities
+            declared_hooks(system)
+            summarizes = bool(caps.summarizes)
+            caps_dict = dataclasses.asdict(caps)
+        except UserError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a plugin that cannot be built is recorded
+            raise _BuildError(f"system could not be built: {type(exc).__name__}: {exc}") from exc
+        self.capabilities.setdefault(system_name, caps_dict)
+        settings = getattr(system, "settings", None)  # optional, declared in systems/base.py
+        if isinstance(settings, Mapping):
+            self.settings.setdefault(system_name, dict(settings))
+        return _Instance(system, summarizes)
+
+    def _quarantine(self, inst: _Instance, pool: CallPool) -> None:
+        """Never call the instance again; close it if that returns within the timeout."""
+        inst.quarantined = True
+        pool.run(lambda: close_system(inst.system), self.spec.timeout_s)
 
     def _run_system(
         self,
@@ -177,120 +260,234 @@ class Runner:
         self.progress.start_task(f"{system_name} on {ds.key}", total)
         if total == 0:
             return
-        system = create_system(system_name, self._context(system_name))
-        self.capabilities[system_name] = dataclasses.asdict(system.capabilities)
-        settings = getattr(system, "settings", None)  # optional, declared in systems/base.py
-        if isinstance(settings, Mapping):
-            self.settings[system_name] = dict(settings)
         image_mode = ds.options.image_mode
+        inst: _Instance | None = None
+        generation = 0
+        build_error: str | None = None
+        images: dict[str, str] | None = None
         try:
-            images = (
-                image_paths(ds)
-                if system.capabilities.accepts_images and image_mode == "native"
-                else {}
-            )
             for group, qs in todo_groups:
                 if not qs:
                     continue
-                sessions = prepare_sessions(
-                    [point_images(s, images) for s in group.sessions],
-                    self.spec.chunking,
-                    system.capabilities.accepts_images,
-                    image_mode,
+                if inst is None and build_error is None:
+                    try:
+                        inst = self._build(system_name, generation)
+                    except _BuildError as exc:
+                        build_error = str(exc)
+                    generation += 1
+                if inst is None:
+                    self._ingest_record(
+                        ds,
+                        system_name,
+                        group.group_id,
+                        group.sessions,
+                        None,
+                        "error",
+                        build_error,
+                        None,
+                        ingest_log,
+                        ingested,
+                    )
+                    self._fail_all(ds, system_name, qs, build_error, obs_log)
+                    continue
+                caps = inst.system.capabilities
+                if images is None:
+                    images = (
+                        image_paths(ds) if caps.accepts_images and image_mode == "native" else {}
+                    )
+                sessions = private_copy(
+                    prepare_sessions(
+                        [point_images(s, images) for s in group.sessions],
+                        self.spec.chunking,
+                        caps.accepts_images,
+                        image_mode,
+                    )
                 )
-                ok, reason = self._ingest(
-                    system, ds, group.group_id, sessions, pool, ingest_log, ingested
+                turns = {t.turn_id: t.text for s in group.sessions for t in s.turns}
+                result = self._ingest(
+                    inst, ds, group.group_id, sessions, pool, ingest_log, ingested
                 )
-                if ok:
-                    self._search_all(system, ds, qs, pool, obs_log)
+                if result.searchable:
+                    self._search_all(inst, ds, qs, turns, pool, obs_log)
+                elif inst.quarantined:
+                    self._fail_all(ds, system_name, qs, f"{QUARANTINED} ({result.reason})", obs_log)
                 else:
-                    for q in qs:
-                        obs_log.append(self._failed(ds, system_name, q, f"ingest failed: {reason}"))
-                        self.progress.advance(1)
+                    self._fail_all(ds, system_name, qs, f"ingest failed: {result.reason}", obs_log)
+                if inst.quarantined:
+                    inst = None  # a fresh instance serves the next group
         finally:
-            close_system(system)
+            if inst is not None and not inst.quarantined:
+                try:
+                    close_system(inst.system)
+                except Exception as exc:  # noqa: BLE001 - every observation is already written
+                    warnings.warn(
+                        f"{system_name}: close() raised {type(exc).__name__}: {exc}",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+
+    def _fail_all(
+        self,
+        ds: LoadedDataset,
+        system_name: str,
+        qs: Sequence[Question],
+        reason: str | None,
+        obs_log: store.ObservationLog,
+    ) -> None:
+        for q in qs:
+            obs_log.append(self._failed(ds, system_name, q, reason))
+            self.progress.advance(1)
+
+    def _ingest_record(
+        self,
+        ds: LoadedDataset,
+        system_name: str,
+        group_id: str,
+        sessions: Sequence[Session],
+        ingest_ms: float | None,
+        outcome: Any,
+        reason: str | None,
+        finish_ms: float | None,
+        ingest_log: store.AppendLog,
+        ingested: set[tuple[str, str, str]],
+    ) -> None:
+        key = (ds.key, system_name, group_id)
+        if key in ingested:  # a resumed group re-ingests, but its time is recorded once
+            return
+        ingest_log.append(
+            IngestRecord(
+                run_id=self.run_id,
+                dataset=ds.key,
+                group=group_id,
+                system=system_name,
+                sessions=len(sessions),
+                chunks=sum(len(s.chunks) for s in sessions),
+                turns=sum(len(s.turns) for s in sessions),
+                ingest_ms=ingest_ms,
+                outcome=outcome,
+                outcome_reason=reason,
+                finish_ms=finish_ms,
+            )
+        )
+        ingested.add(key)
 
     def _ingest(
         self,
-        system: MemorySystem,
+        inst: _Instance,
         ds: LoadedDataset,
         group_id: str,
         sessions: list[Session],
         pool: CallPool,
         ingest_log: store.AppendLog,
         ingested: set[tuple[str, str, str]],
-    ) -> tuple[bool, str | None]:
+    ) -> _IngestResult:
+        """``reset()``, one ``add`` per session, then the declared ``finish_ingest``: each its
+        own call with the per-call timeout. A call that raises is recorded (``add`` or
+        ``finish_ingest``: the ingest is ``partial`` and the group is still searched; ``reset``:
+        ``error``, not searched); a call that times out quarantines the instance (``error``)."""
+        system = inst.system
         timeout = self.spec.timeout_s
         finishes = "finish_ingest" in declared_hooks(system)
-        finish_ms: list[float] = []
+        ms = 0.0
+        finish_ms: float | None = None
+        failures: list[str] = []
 
-        def ingest() -> None:
-            system.reset()
-            for s in sessions:
-                system.add(s)
-            if finishes:  # the declared hook: inside the timed ingest, its own time recorded
-                t0 = time.perf_counter()
-                system.finish_ingest()  # type: ignore[attr-defined]
-                finish_ms.append((time.perf_counter() - t0) * 1000.0)
+        def record(outcome: str, reason: str | None) -> None:
+            self._ingest_record(
+                ds, system.name, group_id, sessions,
+                round(ms, 4) if outcome == "usable" else None,
+                outcome, reason, finish_ms, ingest_log, ingested,
+            )  # fmt: skip
 
-        # The ingest timeout scales with its size: the per-call timeout for each call.
-        outcome = pool.run(ingest, timeout * max(1, len(sessions) + int(finishes)))
-        key = (ds.key, system.name, group_id)
-        if key not in ingested:  # a resumed group re-ingests, but its time is recorded once
-            ingest_log.append(
-                IngestRecord(
-                    run_id=self.run_id,
-                    dataset=ds.key,
-                    group=group_id,
-                    system=system.name,
-                    sessions=len(sessions),
-                    chunks=sum(len(s.chunks) for s in sessions),
-                    turns=sum(len(s.turns) for s in sessions),
-                    ingest_ms=outcome.elapsed_ms,
-                    outcome="usable" if outcome.ok else "error",
-                    outcome_reason=outcome.reason,
-                    finish_ms=round(finish_ms[0], 4) if finish_ms else None,
-                )
-            )
-            ingested.add(key)
-        return outcome.ok, outcome.reason
+        steps: list[tuple[str, Any]] = [("reset", system.reset)]
+        steps += [(f"add of session {s.session_id}", lambda s=s: system.add(s)) for s in sessions]
+        if finishes:
+            steps.append(("finish_ingest", system.finish_ingest))  # type: ignore[attr-defined]
+        for label, fn in steps:
+            out: CallOutcome = pool.run(fn, timeout)
+            if out.timed_out:
+                self._quarantine(inst, pool)
+                reason = f"{label}: {out.reason}"
+                record("error", reason)
+                return _IngestResult(False, reason)
+            if not out.ok:
+                if label == "reset":
+                    reason = f"reset: {out.reason}"
+                    record("error", reason)
+                    return _IngestResult(False, reason)
+                failures.append(f"{label}: {out.reason}")
+                continue
+            ms += out.elapsed_ms or 0.0
+            if label == "finish_ingest":
+                finish_ms = round(out.elapsed_ms or 0.0, 4)
+        if failures:
+            record("partial", "; ".join(failures))
+        else:
+            record("usable", None)
+        return _IngestResult(True, None)
 
     def _search_all(
         self,
-        system: MemorySystem,
+        inst: _Instance,
         ds: LoadedDataset,
         qs: list[Question],
+        turns: Mapping[str, str],
         pool: CallPool,
         obs_log: store.ObservationLog,
     ) -> None:
+        """One search per question, up to ``4 * concurrency`` submitted ahead. Each result is
+        validated and copied inside the worker the moment the call returns. After a timeout the
+        instance is quarantined: calls not yet started are cancelled, and every later question
+        of the group is an error (reason ``instance quarantined after a timeout``)."""
+        system = inst.system
         k = self.spec.k_max
-        # Submit in windows so a large group does not queue everything at once.
+
+        def post(result: Any) -> tuple[Memory, ...]:
+            return normalise_memories(result, turns)
+
         window = max(1, self.spec.concurrency) * 4
         for start in range(0, len(qs), window):
             batch = qs[start : start + window]
-            calls = [pool.submit(lambda q=q: system.search(q.text, k)) for q in batch]
-            for q, call in zip(batch, calls, strict=True):
-                outcome = pool.wait(call, self.spec.timeout_s)
-                obs_log.append(self._observation(ds, system.name, q, k, outcome))
+            if inst.quarantined:
+                self._fail_all(ds, system.name, batch, QUARANTINED, obs_log)
+                continue
+            calls = [pool.submit(lambda q=q: system.search(q.text, k), post) for q in batch]
+            for i, (q, call) in enumerate(zip(batch, calls, strict=True)):
+                if inst.quarantined:
+                    obs_log.append(self._failed(ds, system.name, q, QUARANTINED))
+                else:
+                    outcome = pool.wait(call, self.spec.timeout_s, abandon=False)
+                    if outcome.timed_out:
+                        for later in calls[i + 1 :]:  # before a replacement worker can start them
+                            pool.abandon(later)
+                        pool.abandon(call)
+                        self._quarantine(inst, pool)
+                    obs_log.append(self._observation(ds, inst, q, turns, outcome))
                 self.progress.advance(1)
 
     def _observation(
-        self, ds: LoadedDataset, system_name: str, q: Question, k: int, outcome: Any
+        self,
+        ds: LoadedDataset,
+        inst: _Instance,
+        q: Question,
+        turns: Mapping[str, str],
+        outcome: CallOutcome,
     ) -> Observation:
+        name = inst.system.name
         if not outcome.ok:
-            return self._failed(ds, system_name, q, outcome.reason)
-        try:
-            memories = _validate_memories(outcome.result)
-        except TypeError as exc:
-            return self._failed(ds, system_name, q, f"invalid result: {exc}")
+            return self._failed(ds, name, q, outcome.reason)
+        memories: tuple[Memory, ...] = outcome.result
+        flags = () if inst.summarizes else source_text_flags(memories, turns)
         return self._record(
             ds,
-            system_name,
+            name,
             q,
-            latency_ms=round(outcome.elapsed_ms, 4),
+            latency_ms=round(outcome.elapsed_ms or 0.0, 4),
             memories=memories,
             outcome="usable" if memories else "unusable",
             outcome_reason=None if memories else "empty result",
+            chars=chars_returned(memories, turns),
+            flags=flags,
         )
 
     def _failed(
@@ -310,6 +507,8 @@ class Runner:
         memories: tuple[Memory, ...],
         outcome: Any,
         outcome_reason: str | None,
+        chars: int = 0,
+        flags: tuple[str, ...] = (),
     ) -> Observation:
         return Observation(
             run_id=self.run_id,
@@ -323,8 +522,9 @@ class Runner:
             observed_at=now_rfc3339(),
             latency_ms=latency_ms,
             memories=memories,
-            chars_returned=sum(len(m.text) for m in memories),
+            chars_returned=chars,
             outcome=outcome,
             outcome_reason=outcome_reason,
             query_sha256=sha256_text(q.text),
+            flags=flags,
         )

@@ -110,6 +110,7 @@ def score_dataset(
                     chars_returned=obs.chars_returned,
                     metrics=metrics,
                     null_reasons=reasons,
+                    flags=obs.flags,
                 )
             )
     return verdicts, missing
