@@ -16,10 +16,12 @@ every haystack group boundary and when it finishes).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -30,7 +32,7 @@ from recallbench.contracts import (
     sha256_text,
     to_json_dict,
 )
-from recallbench.errors import RunFolderError
+from recallbench.errors import RunFolderError, RunLockedError
 
 RUN_JSON = "run.json"
 OBSERVATIONS = "observations.jsonl"
@@ -40,6 +42,56 @@ INGEST = "ingest.jsonl"
 VERDICTS = "verdicts.jsonl"
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.md"
+LOCK_FILE = "run.lock"
+"""An empty file whose ``flock`` the one process writing the folder holds (the file stays; the
+lock goes with the process, so a killed run never leaves a stale lock)."""
+
+
+@contextmanager
+def lock_folder(run_dir: Path) -> Iterator[None]:
+    """Hold the exclusive lock of a results folder for the ``with`` block.
+
+    Raises :class:`~recallbench.errors.RunLockedError` at once (it never waits) when another
+    process, or another ``with`` in this one, holds it."""
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunLockedError(
+            f"{run_dir} is being written by another recallbench process (a run, resume, score "
+            "or repair of this folder); wait for it to finish, or stop it and resume"
+        ) from None
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def drop_duplicates(path: Path, key_fields: tuple[str, ...]) -> int:
+    """Rewrite a log keeping the first line of each key (``key_fields`` values); returns the
+    number of lines dropped. The kept lines are the same bytes, in their order; a torn last
+    line is cut first. Nothing is rewritten when there is no duplicate."""
+    if not path.exists():
+        return 0
+    repair_torn_tail(path)
+    kept: list[str] = []
+    seen: set[tuple[Any, ...]] = set()
+    dropped = 0
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        key = tuple(record.get(f) for f in key_fields)
+        if key in seen:
+            dropped += 1
+            continue
+        seen.add(key)
+        kept.append(line + "\n")
+    if dropped:
+        _write_atomic(path, "".join(kept))
+    return dropped
 
 
 class NonFiniteValueError(ValueError):

@@ -207,6 +207,8 @@ class Runner:
                     for q in qs:
                         obs_log.append(self._failed(ds, system_name, q, f"ingest failed: {reason}"))
                         self.progress.advance(1)
+                obs_log.sync()  # a group's records survive a machine crash once it is done
+                ingest_log.sync()
         finally:
             close_system(system)
 
