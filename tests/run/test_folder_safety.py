@@ -297,3 +297,27 @@ def test_no_tmp_files_left_and_the_lock_is_free_after_a_run(tmp_path: Path) -> N
     assert not any(p.name.endswith(".tmp") for p in run_dir.iterdir())
     with lock_run_folder(run_dir):  # released: a later writer gets it at once
         assert (run_dir / pipeline.LOCK_FILE).exists()
+
+
+def test_cli_score_incomplete_and_repair(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from recallbench.cli import app
+
+    run_dir = _done_run(tmp_path)
+    _cut_run(run_dir, 25)
+    cli = CliRunner()
+    refused = cli.invoke(app, ["score", str(run_dir), "--data-dir", str(tmp_path / "d")])
+    assert refused.exit_code == 2
+    assert "25 question(s)" in refused.output and "--incomplete" in refused.output
+    ok = cli.invoke(
+        app, ["score", str(run_dir), "--data-dir", str(tmp_path / "d"), "--incomplete", "-q"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "INCOMPLETE: bm25 on sample: 25 question(s)" in ok.output
+    path = run_dir / store.OBSERVATIONS
+    first = path.read_text(encoding="utf-8").split("\n")[0]
+    path.write_text(path.read_text(encoding="utf-8") + first + "\n", encoding="utf-8")
+    repaired = cli.invoke(app, ["repair", str(run_dir)])
+    assert repaired.exit_code == 0, repaired.output
+    assert "dropped 1 duplicate record(s)" in repaired.output
