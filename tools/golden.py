@@ -81,7 +81,8 @@ def _predictions(golden: Path) -> None:
     gh = _only_run(golden / "gh-medium") / "exports" / "glasshouse" / "bm25" / "medium-medium.jsonl"
     shutil.copyfile(gh, pred / "gh-medium.jsonl")
     lines = []
-    for raw in (_only_run(golden / "locomo") / "observations.jsonl").read_text().splitlines():
+    obs_text = (_only_run(golden / "locomo") / "observations.jsonl").read_text(encoding="utf-8")
+    for raw in filter(None, obs_text.split("\n")):  # JSONL lines end at \n only
         o = json.loads(raw)
         if o["system"] == "bm25":
             ids = [t for m in o["memories"] for t in (m["source_turns"] or [])]

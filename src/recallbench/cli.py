@@ -281,6 +281,14 @@ def score(
     ] = "refuse",
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     errata: ErrataOpt = None,
+    incomplete: Annotated[
+        bool,
+        typer.Option(
+            "--incomplete",
+            help="Score a run some of whose questions were never asked (killed, not resumed): "
+            "they are excluded under the rule not_asked and every row says incomplete.",
+        ),
+    ] = False,
 ) -> None:
     """Re-score a run from disk without calling any system, or score a predictions file."""
     from recallbench.pipeline import score_run, tables
@@ -289,9 +297,17 @@ def score(
     data = resolve_data_dir(data_dir)
     if target.is_dir():
         try:
-            scored = score_run(target, data)
+            scored = score_run(target, data, incomplete=incomplete)
         except UserError as exc:
             raise fail(str(exc)) from None
+        for key, miss in scored.missing.items():
+            for system, n in miss.items():
+                err.print(
+                    f"INCOMPLETE: {system} on {key}: {n} question(s) never asked, excluded "
+                    "(not_asked) from every figure",
+                    highlight=False,
+                    markup=False,
+                )
         if not quiet:
             for t in tables(scored):
                 print_table(t)
@@ -479,6 +495,24 @@ def datasets_cmd(data_dir: DataDirOpt = None) -> None:
         cells = (name, spec.version, "|".join(spec.variants) or "-", spec.license, spec.haystack)
         t.add_row(*(escape(c) for c in (*cells, here)))
     console.print(t)
+
+
+@app.command()
+def repair(
+    run_dir: Annotated[Path, typer.Argument(help="A results folder.")],
+) -> None:
+    """Drop duplicate records from a run folder, keeping the first of each key."""
+    from recallbench.pipeline import repair_run
+
+    try:
+        dropped = repair_run(run_dir)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    console.print(
+        f"repaired {run_dir}: dropped {dropped} duplicate record(s), kept the first of each",
+        highlight=False,
+        markup=False,
+    )
 
 
 @app.command()

@@ -63,6 +63,14 @@ class DuplicateObservationError(RunFolderError, ValueError):
     """Two observations for one (system, question) in a results folder."""
 
 
+class RunLockedError(RunFolderError):
+    """A results folder another process is writing (its lock is held): a second writer waits."""
+
+
+class IncompleteRunError(RunFolderError):
+    """Scoring a run some of whose questions were never asked, without ``--incomplete``."""
+
+
 class UnknownSystemError(UserError, LookupError):
     pass
 

@@ -5,6 +5,12 @@ The pipeline is where a dataset meets its benchmark: it looks each benchmark up 
 its rule set to the scorer and its report hooks to the report. Scoring calls no system, and
 running it twice on the same observations gives byte-identical ``verdicts.jsonl`` and
 ``metrics.jsonl``.
+
+One process writes a results folder at a time: a run, a resume, a re-score and a repair hold
+the folder's lock (:func:`lock_run_folder`) from their first write to their last, and a second
+writer is refused (:class:`RunLockedError`) before it changes anything. ``run.json`` says
+``running`` while systems run, ``scoring`` while the derived files are written, ``complete``
+after, and ``interrupted`` when Ctrl-C (or SIGTERM, under :func:`sigterm_as_exit`) stopped it.
 """
 
 from __future__ import annotations
@@ -12,12 +18,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+import signal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from recallbench.benchmarks import benchmark_of, get_benchmark, load_dataset
 from recallbench.contracts import (
+    ALL,
     AppliedRules,
     IngestRecord,
     MetricRow,
@@ -27,7 +36,13 @@ from recallbench.contracts import (
 )
 from recallbench.controls import run_floors
 from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
-from recallbench.errors import OptionError, RunFolderError
+from recallbench.errors import (
+    DuplicateObservationError,
+    IncompleteRunError,
+    OptionError,
+    RunFolderError,
+    RunLockedError,
+)
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.predictions import predictions_tables, render_predictions_summary
 from recallbench.report.summary import render_summary
@@ -44,7 +59,7 @@ from recallbench.results.manifest import (
 )
 from recallbench.results.scored import ScoredRun
 from recallbench.run.runner import Progress, Runner, image_paths
-from recallbench.score.aggregate import aggregate
+from recallbench.score.aggregate import NOT_ASKED, aggregate
 from recallbench.score.predictions import (
     PREDICTIONS_SYSTEM,
     PredictionsScore,
@@ -57,8 +72,18 @@ from recallbench.systems.registry import available_systems, capabilities_for, sy
 
 CACHE_ENV = "RECALLBENCH_CACHE"
 
+LOCK_FILE = store.LOCK_FILE
+
 __all__ = [
+    "LOCK_FILE",
+    "DuplicateObservationError",
+    "IncompleteRunError",
+    "Progress",
     "RunFolderError",
+    "RunLockedError",
+    "lock_run_folder",
+    "repair_run",
+    "sigterm_as_exit",
     "ScoredFile",
     "ScoredRun",
     "applied_rules",
@@ -91,6 +116,69 @@ def check_systems(names: Sequence[str]) -> None:
 
 def load_datasets(spec: RunSpec, data_dir: Path) -> list[LoadedDataset]:
     return [load_dataset(ref, data_dir, spec.dataset_options) for ref in spec.datasets]
+
+
+def check_unique_datasets(refs: Sequence[str], datasets: Sequence[LoadedDataset]) -> None:
+    """Refuse a dataset given twice (the same reference, or two that load the same key): its
+    questions would be asked twice and the folder would hold two observations per question."""
+    for what, values in (("reference", list(refs)), ("dataset", [ds.key for ds in datasets])):
+        seen: set[str] = set()
+        for v in values:
+            if v in seen:
+                raise OptionError(f"--datasets: {what} {v} given more than once")
+            seen.add(v)
+
+
+def lock_run_folder(run_dir: Path) -> AbstractContextManager[None]:
+    """The results folder's exclusive lock (``run.lock``, an ``flock``) for a ``with`` block;
+    :class:`RunLockedError` at once if another writer holds it. The OS drops the lock when the
+    holder exits, however it exits, so no lock is ever stale."""
+    return store.lock_folder(run_dir)
+
+
+@contextmanager
+def sigterm_as_exit() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``SystemExit(128 + SIGTERM)`` in the main thread, so a
+    terminated run takes the same path as Ctrl-C: ``run.json`` is marked ``interrupted``, the
+    lock released, and the process exits 143. The previous handler is restored on exit. For
+    the command line's ``run`` (call it around :func:`start_run` / :func:`resume_run`)."""
+
+    def _raise(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interruptible(
+    run_dir: Path, manifest: RunManifest, work: Callable[[], ScoredRun]
+) -> ScoredRun:
+    """Run ``work``; on KeyboardInterrupt or SystemExit mark ``run.json`` ``interrupted`` and
+    re-raise (the folder resumes as after a kill)."""
+    try:
+        return work()
+    except (KeyboardInterrupt, SystemExit):
+        manifest.status = "interrupted"
+        write_manifest(run_dir, manifest)
+        raise
+
+
+def _new_run_dir(out_dir: Path, manifest: RunManifest) -> Path:
+    """Create the run's folder; a run id already taken (two runs of one spec started in the
+    same second) gets the suffix ``-2``, ``-3``, ... and ``manifest.run_id`` says so."""
+    base = manifest.run_id
+    n = 1
+    while True:
+        run_dir = out_dir / manifest.run_id
+        try:
+            run_dir.mkdir(parents=True, exist_ok=False)
+            return run_dir
+        except FileExistsError:
+            n += 1
+            manifest.run_id = f"{base}-{n}"
 
 
 def _declared(spec: RunSpec) -> dict[str, Any]:
@@ -144,8 +232,19 @@ def _finish(run_dir: Path, manifest: RunManifest, runner: Runner) -> None:
             record.settings = runner.settings[record.name]
     shutil.rmtree(run_dir / "work", ignore_errors=True)  # systems' private state, not a record
     manifest.ended_at = now_rfc3339()
+    manifest.status = "scoring"
+    write_manifest(run_dir, manifest)
+
+
+def _score_and_complete(
+    run_dir: Path, data_dir: Path, manifest: RunManifest, loaded: Sequence[LoadedDataset]
+) -> ScoredRun:
+    """Write the derived files, then (only then) mark ``run.json`` ``complete``."""
+    scored = _score_run(run_dir, data_dir, loaded)
     manifest.status = "complete"
     write_manifest(run_dir, manifest)
+    scored.manifest.status = "complete"
+    return scored
 
 
 def start_run(
@@ -157,37 +256,67 @@ def start_run(
     datasets: Sequence[LoadedDataset] | None = None,
     extra_manifest: Mapping[str, Any] | None = None,
 ) -> ScoredRun:
+    """Check everything, create the run's folder (``<UTC start>-<spec hash>``, suffixed ``-2``,
+    ``-3``, ... if taken), run every system and score, holding the folder's lock throughout."""
     check_systems(spec.systems)
+    check_unique_datasets(spec.datasets, [])
     loaded = list(datasets) if datasets is not None else load_datasets(spec, data_dir)
+    check_unique_datasets(spec.datasets, loaded)
     check_images(spec, loaded)
     manifest = new_manifest(spec, loaded)
     manifest.extra.update(extra_manifest or {})
-    run_dir = out_dir / manifest.run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
-    write_manifest(run_dir, manifest)
-    cache = cache_dir or default_cache_dir()
-    runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
-    runner.execute()
-    _finish(run_dir, manifest, runner)
-    return score_run(run_dir, data_dir, loaded)
+    run_dir = _new_run_dir(out_dir, manifest)
+    with store.lock_folder(run_dir):
+        write_manifest(run_dir, manifest)
+
+        def work() -> ScoredRun:
+            cache = cache_dir or default_cache_dir()
+            runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
+            runner.execute()
+            _finish(run_dir, manifest, runner)
+            return _score_and_complete(run_dir, data_dir, manifest, loaded)
+
+        return _interruptible(run_dir, manifest, work)
 
 
 def resume_run(
     run_dir: Path, data_dir: Path, progress: Progress | None = None, cache_dir: Path | None = None
 ) -> ScoredRun:
-    """Continue an interrupted run under the same run id: nothing lost, nothing duplicated."""
-    manifest = read_manifest(run_dir)
-    spec = manifest.spec
-    check_systems(spec.systems)
-    loaded = load_run_datasets(manifest, data_dir)
-    manifest.resumed_at.append(now_rfc3339())
-    manifest.status = "running"
-    write_manifest(run_dir, manifest)
-    cache = cache_dir or default_cache_dir()
-    runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
-    runner.execute()
-    _finish(run_dir, manifest, runner)
-    return score_run(run_dir, data_dir, loaded)
+    """Continue an interrupted run under the same run id: nothing lost, nothing duplicated.
+
+    Every check (the folder's lock, its manifest, the systems, the datasets' bytes) passes
+    before ``run.json`` is touched, so a refused resume leaves the folder as it was."""
+    read_manifest(run_dir)  # a folder that is no run is refused before a lock file is made
+    with store.lock_folder(run_dir):
+        manifest = read_manifest(run_dir)  # read again under the lock
+        spec = manifest.spec
+        check_systems(spec.systems)
+        loaded = load_run_datasets(manifest, data_dir)
+        manifest.resumed_at.append(now_rfc3339())
+        manifest.status = "running"
+        write_manifest(run_dir, manifest)
+
+        def work() -> ScoredRun:
+            cache = cache_dir or default_cache_dir()
+            runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
+            runner.execute()
+            _finish(run_dir, manifest, runner)
+            return _score_and_complete(run_dir, data_dir, manifest, loaded)
+
+        return _interruptible(run_dir, manifest, work)
+
+
+def repair_run(run_dir: Path) -> int:
+    """Drop duplicate records a run folder may hold (two writers before folders were locked):
+    keep the first observation of each (dataset, system, question) and the first ingest record
+    of each (dataset, system, group); returns how many lines were dropped. Holds the lock."""
+    read_manifest(run_dir)
+    with store.lock_folder(run_dir):
+        dropped = store.drop_duplicates(
+            run_dir / store.OBSERVATIONS, ("dataset", "system", "question_id")
+        )
+        dropped += store.drop_duplicates(run_dir / store.INGEST, ("dataset", "system", "group"))
+        return dropped
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -204,6 +333,9 @@ def load_run_datasets(manifest: RunManifest, data_dir: Path) -> list[LoadedDatas
                 f"dataset {ds.key}: files changed since the run (checksum {recorded.checksum} "
                 f"in run.json, {ds.checksum} now)"
             )
+        if ds.key != recorded.key:  # same bytes, keyed as the run recorded it (an older
+            # recallbench keyed a local folder by its absolute path)
+            ds = dataclasses.replace(ds, name=recorded.name, variant=recorded.variant)
         out.append(ds)
     return out
 
@@ -230,25 +362,82 @@ def tables(scored: ScoredRun) -> list[Table]:
 
 
 def score_run(
-    run_dir: Path, data_dir: Path, datasets: Sequence[LoadedDataset] | None = None
+    run_dir: Path,
+    data_dir: Path,
+    datasets: Sequence[LoadedDataset] | None = None,
+    *,
+    incomplete: bool = False,
 ) -> ScoredRun:
     """Re-score a results folder from its logs: verdicts, metrics, exports and summary.
 
     The summary also shows each dataset's floor (:func:`recallbench.controls.run_floors` at the
-    run's depths), computed here from the questions and written to no log."""
+    run's depths), computed here from the questions and written to no log.
+
+    A run some of whose questions have no observation (killed, not resumed) is refused with
+    :class:`IncompleteRunError` naming how many, before anything is written, unless
+    ``incomplete``: then every metric row of a system with unasked questions counts them in
+    ``n_excluded`` under the rule ``not_asked`` and its denominator name says ``incomplete``.
+    Holds the folder's lock while it writes."""
+    read_manifest(run_dir)
+    with store.lock_folder(run_dir):
+        return _score_run(run_dir, data_dir, datasets, incomplete=incomplete)
+
+
+def _not_asked(
+    ds: LoadedDataset, verdicts: Sequence[Verdict], systems: Sequence[str]
+) -> dict[str, dict[str, int]]:
+    """``{system: {slice: questions without an observation}}`` (slice ``all`` included)."""
+    asked = {(v.system, v.question_id) for v in verdicts}
+    out: dict[str, dict[str, int]] = {}
+    for system in systems:
+        counts: dict[str, int] = {}
+        for q in ds.questions:
+            if (system, q.id) not in asked:
+                counts[ALL] = counts.get(ALL, 0) + 1
+                if (q.axis or ALL) != ALL:
+                    counts[q.axis] = counts.get(q.axis, 0) + 1  # type: ignore[index]
+        if counts:
+            out[system] = counts
+    return out
+
+
+def _score_run(
+    run_dir: Path,
+    data_dir: Path,
+    datasets: Sequence[LoadedDataset] | None = None,
+    *,
+    incomplete: bool = False,
+) -> ScoredRun:
     manifest = read_manifest(run_dir)
     spec = manifest.spec
     loaded = list(datasets) if datasets is not None else load_run_datasets(manifest, data_dir)
     observations, ingests = read_logs(run_dir)
-    verdicts: list[Verdict] = []
-    metrics: list[MetricRow] = []
     missing: dict[str, dict[str, int]] = {}
     ignoring = ignores_k(manifest)
+    per_dataset: list[tuple[LoadedDataset, list[Verdict]]] = []
     for ds in loaded:
         bench = benchmark_of(ds)
         v, miss = score_dataset(
             ds, observations, spec.k, spec.systems, bench.rules, ignores_k=ignoring
         )
+        per_dataset.append((ds, v))
+        if miss:
+            missing[ds.key] = miss
+    if missing and not incomplete:
+        total = sum(n for miss in missing.values() for n in miss.values())
+        where = "; ".join(
+            f"{system} on {key}: {n}" for key, miss in missing.items() for system, n in miss.items()
+        )
+        raise IncompleteRunError(
+            f"{run_dir}: the run is incomplete: {total} question(s) were never asked ({where}); "
+            f"finish it with `recallbench run --resume {run_dir}`, or score what there is with "
+            f"`recallbench score {run_dir} --incomplete` (the missing questions are then "
+            f"excluded by the rule {NOT_ASKED})"
+        )
+    verdicts: list[Verdict] = []
+    metrics: list[MetricRow] = []
+    for ds, v in per_dataset:
+        bench = benchmark_of(ds)
         verdicts.extend(v)
         metrics.extend(
             aggregate(
@@ -259,10 +448,9 @@ def score_run(
                 spec.systems,
                 manifest.run_id,
                 bench.rules.weighted_metrics,
+                not_asked=_not_asked(ds, v, spec.systems) if ds.key in missing else None,
             )
         )
-        if miss:
-            missing[ds.key] = miss
         bench.report.write_exports(run_dir, ds, observations, v)
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
     store.write_jsonl(run_dir / store.METRICS, metrics)

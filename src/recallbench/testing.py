@@ -318,7 +318,9 @@ class FakeEncoderModel:
 
 def _rows(path: Path, drop_timing: bool, systems: frozenset[str] | None = None) -> list[str]:
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line:
+            continue
         record: dict[str, Any] = json.loads(line)
         if drop_timing and record.get("metric") in TIMING:
             continue

@@ -159,7 +159,8 @@ def make_defect(name: str, folder: Path) -> tuple[Path, int]:
 def test_valid_folder_loads(tmp_path: Path) -> None:
     folder = write_folder(tmp_path / "ds")
     ds = _load(folder, tmp_path)
-    assert ds.name == f"recallbench@{folder}"
+    # named by the folder's name and checksum, never its absolute path (issue 10, item 12)
+    assert ds.name == f"recallbench@ds-{ds.checksum[:8]}"
     assert not ds.pinned
     assert {f.name for f in ds.files} == {TURNS_FILE, QUESTIONS_FILE}
     (group,) = ds.groups

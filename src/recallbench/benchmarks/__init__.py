@@ -19,7 +19,13 @@ from typing import Any
 
 from recallbench.benchmarks.base import Benchmark
 from recallbench.datasets import sample
-from recallbench.datasets.dataset import DatasetSpec, LoadedDataset, parse_dataset_ref
+from recallbench.datasets.dataset import (
+    DatasetSpec,
+    FileRecord,
+    LoadedDataset,
+    files_checksum,
+    parse_dataset_ref,
+)
 from recallbench.datasets.fetch import local_file_record
 from recallbench.datasets.folder_format import QUESTIONS_FILE, TURNS_FILE, load_native
 from recallbench.errors import DatasetRefError, RegistryError
@@ -88,6 +94,15 @@ def split_refs(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def local_key(path: Path, files: tuple[FileRecord, ...]) -> str:
+    """The key of a local folder in recallbench's format: ``recallbench@<folder name>-<first 8
+    hex digits of its checksum>``, e.g. ``recallbench@mydata-1a2b3c4d``. It names the data, not
+    where it lies: no absolute path (no home directory) reaches a record, and the same files
+    give the same key wherever they are. ``run.json`` keeps the reference as given (to resume);
+    a folder written before this rule keeps the key it recorded."""
+    return f"{FOLDER_FORMAT}@{path.resolve().name}-{files_checksum(files)[:8]}"
+
+
 def load_dataset(
     ref: str,
     data_dir: Path,
@@ -112,7 +127,7 @@ def load_dataset(
         )
         ds = load_native(
             path,
-            name=f"{FOLDER_FORMAT}@{path}",
+            name=local_key(path, files),
             variant="",
             version="local",
             files=files,

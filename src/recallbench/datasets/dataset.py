@@ -144,8 +144,7 @@ class LoadedDataset:
     @property
     def checksum(self) -> str:
         """One SHA-256 over the SHA-256 of every file read (sorted by name)."""
-        lines = sorted(f"{f.name} {f.sha256}" for f in self.files)
-        return sha256_text("\n".join(lines))
+        return files_checksum(self.files)
 
     @property
     def version_label(self) -> str:
@@ -201,6 +200,11 @@ def count_by_axis(questions: Sequence[Question], order: Sequence[str]) -> dict[s
     for q in questions:
         counts[q.axis] = counts.get(q.axis, 0) + 1
     return counts
+
+
+def files_checksum(files: Sequence[FileRecord]) -> str:
+    """One SHA-256 over the SHA-256 of every file (sorted by name): a dataset's checksum."""
+    return sha256_text("\n".join(sorted(f"{f.name} {f.sha256}" for f in files)))
 
 
 def parse_dataset_ref(ref: str) -> tuple[str, str, Path | None]:

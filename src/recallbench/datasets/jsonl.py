@@ -15,12 +15,16 @@ from recallbench.errors import DatasetFormatError
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; strict about JSON and truncation."""
+    """Yield (line number, object) for each non-blank line; strict about JSON and truncation.
+
+    Lines end at ``\n`` only (a ``\r`` before it is JSON whitespace): U+2028, U+2029 and U+0085
+    inside a string are part of it, as JSON Lines says."""
     data = path.read_bytes()
     if data and not data.endswith(b"\n"):
         last = data.count(b"\n") + 1
         raise DatasetFormatError(path, last, "file is truncated (the last line has no newline)")
-    for number, raw in enumerate(data.decode("utf-8").splitlines(), start=1):
+    lines = data.decode("utf-8").split("\n")  # not splitlines(): U+2028 etc. are not newlines
+    for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
         try:

@@ -3,13 +3,25 @@
 ``observations.jsonl`` (with ``texts.jsonl``) and ``ingest.jsonl`` are appended one flushed line
 per record, so a run killed at any moment loses at most the line being written;
 :func:`read_jsonl_tolerant` drops such a torn last line (and :func:`repair_torn_tail` cuts it
-off before a resume appends).
+off before a resume appends). Lines are split on ``\n`` only: U+2028, U+2029 and U+0085 are
+valid inside a JSON string and never end a line.
+
+Every writer refuses a non-finite float (NaN, Infinity) with :class:`NonFiniteValueError`
+naming the file and the field, before writing anything: such a value is not JSON, and a value
+that could not be measured is null with a reason, never NaN. The derived files are written to a
+temporary name, synced, renamed over the old file and the folder synced, so a crash leaves the
+old file or the new one, never a mix; :meth:`AppendLog.sync` syncs a log (the runner calls it at
+every haystack group boundary and when it finishes).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
+import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,7 +32,7 @@ from recallbench.contracts import (
     sha256_text,
     to_json_dict,
 )
-from recallbench.errors import RunFolderError
+from recallbench.errors import RunFolderError, RunLockedError
 
 RUN_JSON = "run.json"
 OBSERVATIONS = "observations.jsonl"
@@ -30,20 +42,123 @@ INGEST = "ingest.jsonl"
 VERDICTS = "verdicts.jsonl"
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.md"
+LOCK_FILE = "run.lock"
+"""An empty file whose ``flock`` the one process writing the folder holds (the file stays; the
+lock goes with the process, so a killed run never leaves a stale lock)."""
+
+
+@contextmanager
+def lock_folder(run_dir: Path) -> Iterator[None]:
+    """Hold the exclusive lock of a results folder for the ``with`` block.
+
+    Raises :class:`~recallbench.errors.RunLockedError` at once (it never waits) when another
+    process, or another ``with`` in this one, holds it."""
+    fd = os.open(run_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise RunLockedError(
+            f"{run_dir} is being written by another recallbench process (a run, resume, score "
+            "or repair of this folder); wait for it to finish, or stop it and resume"
+        ) from None
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def drop_duplicates(path: Path, key_fields: tuple[str, ...]) -> int:
+    """Rewrite a log keeping the first line of each key (``key_fields`` values); returns the
+    number of lines dropped. The kept lines are the same bytes, in their order; a torn last
+    line is cut first. Nothing is rewritten when there is no duplicate."""
+    if not path.exists():
+        return 0
+    repair_torn_tail(path)
+    kept: list[str] = []
+    seen: set[tuple[Any, ...]] = set()
+    dropped = 0
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        key = tuple(record.get(f) for f in key_fields)
+        if key in seen:
+            dropped += 1
+            continue
+        seen.add(key)
+        kept.append(line + "\n")
+    if dropped:
+        _write_atomic(path, "".join(kept))
+    return dropped
+
+
+class NonFiniteValueError(ValueError):
+    """A record holding NaN or an infinity: not JSON, and never written (a bug, not user input)."""
+
+
+def _non_finite(obj: Any, where: str) -> str | None:
+    """The path (``a.b[2]``) of the first non-finite float in ``obj``, or None."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else where or "value"
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            found = _non_finite(v, f"{where}.{k}" if where else str(k))
+            if found:
+                return found
+    elif isinstance(obj, list | tuple):
+        for i, v in enumerate(obj):
+            found = _non_finite(v, f"{where}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def _finite(obj: Any, path: Path) -> Any:
+    """``obj`` as a JSON dict, refused with :class:`NonFiniteValueError` if it holds NaN/inf."""
+    data = to_json_dict(obj)
+    found = _non_finite(data, "")
+    if found is not None:
+        raise NonFiniteValueError(
+            f"{path}: refusing to write a non-finite number (NaN or infinity) at {found}; "
+            "JSON has no such value, and what cannot be measured is null with a reason"
+        )
+    return data
+
+
+def _dumps_line(obj: Any, path: Path) -> str:
+    return canonical_json(_finite(obj, path)) + "\n"
+
+
+def fsync_dir(folder: Path) -> None:
+    """Sync a folder, so that a name just created or renamed in it survives a crash."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class AppendLog:
-    """One JSON object per line, flushed after each record."""
+    """One JSON object per line, flushed after each record; :meth:`sync` makes it durable."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh: IO[str] = path.open("a", encoding="utf-8")
 
     def append(self, record: Any) -> None:
-        self._fh.write(canonical_json(to_json_dict(record)) + "\n")
+        self._fh.write(_dumps_line(record, self.path))
         self._fh.flush()
 
+    def sync(self) -> None:
+        """Flush and ``fsync`` the log: every line appended so far survives a machine crash."""
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
     def close(self) -> None:
+        if not self._fh.closed:
+            self.sync()
         self._fh.close()
 
 
@@ -76,28 +191,31 @@ def read_jsonl_tolerant(path: Path) -> Iterator[dict[str, Any]]:
             raise RunFolderError(f"{path}:{i + 1}: not valid JSON") from None
 
 
-def write_jsonl(path: Path, records: Iterable[Any]) -> None:
-    """Write a derived file atomically (tmp + rename) in canonical, deterministic JSON."""
+def _write_atomic(path: Path, text: str) -> None:
+    """``text`` to ``path`` via a synced temporary file, a rename and a synced folder."""
     tmp = path.with_name(path.name + ".tmp")
     with tmp.open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(canonical_json(to_json_dict(r)) + "\n")
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
     tmp.replace(path)
+    fsync_dir(path.parent)
+
+
+def write_jsonl(path: Path, records: Iterable[Any]) -> None:
+    """Write a derived file atomically in canonical, deterministic JSON (non-finite refused)."""
+    _write_atomic(path, "".join(_dumps_line(r, path) for r in records))
 
 
 def write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(
-        json.dumps(to_json_dict(obj), indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-        encoding="utf-8",
-    )
-    tmp.replace(path)
+    """Write one indented JSON document atomically (non-finite floats refused)."""
+    data = _finite(obj, path)
+    _write_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    """Write a text file atomically."""
+    _write_atomic(path, text)
 
 
 class ObservationLog:
@@ -125,6 +243,11 @@ class ObservationLog:
                 self._seen.add(digest)
             m["text_sha256"] = digest
         self._obs.append(record)
+
+    def sync(self) -> None:
+        """Sync both logs (texts first, so a synced observation never names a lost text)."""
+        self._texts.sync()
+        self._obs.sync()
 
     def close(self) -> None:
         self._texts.close()

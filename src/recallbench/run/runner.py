@@ -315,6 +315,8 @@ class Runner:
                     self._fail_all(ds, system_name, qs, f"ingest failed: {result.reason}", obs_log)
                 if inst.quarantined:
                     inst = None  # a fresh instance serves the next group
+                obs_log.sync()  # a group's records survive a machine crash once it is done
+                ingest_log.sync()
         finally:
             if inst is not None and not inst.quarantined:
                 try:

@@ -8,7 +8,8 @@ bootstrap (1,000 resamples, 95%), so the same verdicts always give the same byte
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +22,9 @@ BOOTSTRAP_RESAMPLES = 1000
 DENOM_WITH_FAILURES = "questions_scored (failed searches count as misses)"
 DENOM_ALL = "questions_asked"
 DENOM_USABLE = "usable_searches (failed searches excluded)"
+NOT_ASKED = "not_asked"
+"""The exclusion rule of a question an incomplete run never asked (scored with --incomplete)."""
+INCOMPLETE_NOTE = " [incomplete run]"
 
 
 def bootstrap_ci(values: Sequence[float], label: str) -> tuple[float | None, float | None]:
@@ -241,6 +245,29 @@ def _timing_rows(
     return rows
 
 
+def _merge_rule(rule: str | None, name: str, n: int) -> str:
+    parts = [p for p in (rule or "").split("; ") if p]
+    return "; ".join(sorted([*parts, f"{name} ({n})"]))
+
+
+def mark_incomplete(row: MetricRow, n: int) -> MetricRow:
+    """``row`` with ``n`` unasked questions excluded under :data:`NOT_ASKED` and its
+    denominator name marked ``[incomplete run]`` (only the mark when ``n`` is 0: every question
+    of its slice was asked); a null value without a reason gets one."""
+    if n == 0:
+        return dataclasses.replace(row, denominator_name=row.denominator_name + INCOMPLETE_NOTE)
+    reason = row.null_reason
+    if row.value is None and reason is None:
+        reason = f"{NOT_ASKED}: no question here was asked (incomplete run)"
+    return dataclasses.replace(
+        row,
+        denominator_name=row.denominator_name + INCOMPLETE_NOTE,
+        n_excluded=row.n_excluded + n,
+        exclusion_rule=_merge_rule(row.exclusion_rule, NOT_ASKED, n),
+        null_reason=reason,
+    )
+
+
 def aggregate(
     dataset: LoadedDataset,
     verdicts: Sequence[Verdict],
@@ -251,10 +278,17 @@ def aggregate(
     weighted_metrics: Sequence[str] = (),
     *,
     timing: bool = True,
+    not_asked: Mapping[str, Mapping[str, int]] | None = None,
 ) -> list[MetricRow]:
     """Metric rows of one dataset, per system: every slice's means (with ``<metric>:weighted``
     rows for ``weighted_metrics``, the rule set's), counts, rates and, unless ``timing`` is
-    False (a predictions file, which records no timing recallbench measured), timing rows."""
+    False (a predictions file, which records no timing recallbench measured), timing rows.
+
+    ``not_asked`` (``{system: {slice: n}}``, an incomplete run scored with ``--incomplete``):
+    every row of such a system counts its slice's unasked questions (the ``all`` count for
+    timing rows) as excluded under :data:`NOT_ASKED` (:func:`mark_incomplete`), never as misses;
+    a slice none of whose questions was asked still gets its count rows."""
+    missing_of = not_asked or {}
     weights = {q.id: q.weight for q in dataset.questions}
     weighted = set(weighted_metrics)
     slice_order = list(dict.fromkeys(q.axis or ALL for q in dataset.questions))
@@ -262,15 +296,23 @@ def aggregate(
     for system in systems:
         base = _Base(run_id, dataset.key, dataset.version_label, dataset.checksum, system)
         mine = [v for v in verdicts if v.system == system and v.dataset == dataset.key]
-        rows.extend(_mean_rows(base, ALL, mine, weights, weighted))
+        unasked = missing_of.get(system, {})
+        mine_rows = _mean_rows(base, ALL, mine, weights, weighted)
         for slice_ in slice_order:
             if slice_ == ALL:
                 continue
             part = [v for v in mine if v.slice == slice_]
-            if part:
-                rows.extend(_mean_rows(base, slice_, part, weights, weighted))
+            if part or unasked.get(slice_):
+                mine_rows.extend(_mean_rows(base, slice_, part, weights, weighted))
         obs = [o for o in observations if o.system == system and o.dataset == dataset.key]
         ing = [i for i in ingests if i.system == system and i.dataset == dataset.key]
         if timing:
-            rows.extend(_timing_rows(base, obs, ing))
+            mine_rows.extend(_timing_rows(base, obs, ing))
+        if unasked:
+            total = unasked.get(ALL, 0)
+            mine_rows = [
+                mark_incomplete(r, total if r.slice == ALL else unasked.get(r.slice, 0))
+                for r in mine_rows
+            ]
+        rows.extend(mine_rows)
     return rows

@@ -75,7 +75,8 @@ def score_dataset(
         key = (o.system, o.question_id)
         if key in by_key:
             raise DuplicateObservationError(
-                f"two observations for question {o.question_id!r} of system {o.system!r}"
+                f"two observations for question {o.question_id!r} of system {o.system!r}; "
+                "`recallbench repair RUN` keeps the first of each and says how many it dropped"
             )
         by_key[key] = o
     verdicts: list[Verdict] = []
