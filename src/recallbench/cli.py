@@ -454,8 +454,44 @@ def run(
     console.print(f"results: {scored.run_dir}", highlight=False, markup=False)
 
 
+FILE_ONLY_FLAGS: tuple[str, ...] = (
+    "dataset", "tier", "questions", "mode", "out", "results_dir", "format_name", "name",
+    "unknown_turns", "errata",
+)  # fmt: skip
+"""``score`` options that apply to a predictions file only."""
+
+
+def check_score_dir_flags(ctx: typer.Context, folder: Path, k: str | None) -> None:
+    """``score DIR`` re-scores a run as it was run: ``--k`` must match the stored depths and
+    an option for predictions files is refused, naming it."""
+    from recallbench.pipeline import read_manifest
+
+    for name in FILE_ONLY_FLAGS:
+        if given(ctx, name):
+            flag = "--format" if name == "format_name" else "--" + name.replace("_", "-")
+            raise fail(
+                f"{flag} applies to a predictions file; {folder} is a results folder, "
+                "re-scored with the spec in its run.json: drop it"
+            )
+    if k is None:
+        return
+    try:
+        stored = read_manifest(folder).spec.k
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    ks = parse_ks(k)
+    if ks != stored:
+        shown = ",".join(map(str, stored))
+        raise fail(
+            f"--k {','.join(map(str, ks))} conflicts with the run being re-scored "
+            f"({folder / 'run.json'} has k {shown}): a results folder is scored at the depths "
+            "it was run with; drop --k, or start a new run with --k"
+        )
+
+
 @app.command()
 def score(
+    ctx: typer.Context,
     target: Annotated[
         Path,
         typer.Argument(
@@ -507,6 +543,7 @@ def score(
 
     data = resolve_data_dir(data_dir)
     if target.is_dir():
+        check_score_dir_flags(ctx, target, k)
         try:
             scored = score_run(target, data)
         except UserError as exc:
@@ -642,6 +679,7 @@ def controls_cmd(
 @app.command("systems")
 def systems_cmd() -> None:
     """List registered systems, where they come from and whether they can run here."""
+    from recallbench.systems.options import declared_options, describe
     from recallbench.systems.registry import (
         SYSTEMS,
         available_systems,
@@ -650,11 +688,19 @@ def systems_cmd() -> None:
     )
 
     t = RichTable(title="registered systems", title_justify="left")
-    for c in ("name", "source", "available", "capabilities"):
-        t.add_column(c)
+    for c in ("name", "source", "available", "capabilities", "options (--config)"):
+        t.add_column(c, overflow="fold")
     for name, entry in available_systems().items():
+        opts = "-"
         try:
-            declared = capabilities_for(resolve_target(entry.target), {})
+            target = resolve_target(entry.target)
+            declared_opts = declared_options(target)
+            opts = (
+                "undeclared (passed unchecked)"
+                if declared_opts is None
+                else describe(declared_opts)
+            )
+            declared = capabilities_for(target, {})
             avail = "yes"
             caps = declared.capabilities
             cap = (
@@ -669,7 +715,7 @@ def systems_cmd() -> None:
             cap = "-"
         except UserError as exc:  # capabilities the default config cannot declare
             avail, cap = "yes", f"depends on --config ({exc})"
-        t.add_row(*(escape(x) for x in (name, entry.source, avail, cap)))
+        t.add_row(*(escape(x) for x in (name, entry.source, avail, cap, opts)))
     console.print(t)
     for e in SYSTEMS.shadowed:
         err.print(
