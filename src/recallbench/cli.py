@@ -559,6 +559,13 @@ def score(
         raise fail(f"{target} does not exist")
     if dataset is None:
         raise fail("scoring a predictions file needs --dataset")
+    if out is not None and out.resolve() == target.resolve():
+        raise fail(
+            f"--out {out} is the predictions file being scored: it would be overwritten; "
+            "give another file for the per-question lines"
+        )
+    if out is not None and out.is_dir():
+        raise fail(f"--out {out} is a folder: give a file for the per-question lines")
     ref = f"{dataset}:{tier}" if tier else dataset
     options: dict[str, Any] = {"questions": questions} if questions else {}
     if errata:
@@ -757,7 +764,18 @@ def verify(
 
     if config is not None and system is None:
         raise fail("--config needs --system: it holds that system's options")
-    options = read_config(config).get(system, {}) if system else {}
+    options: dict[str, Any] = {}
+    if system is not None:
+        from recallbench.pipeline import check_systems
+
+        configs = read_config(config)
+        configs = {system: configs[system]} if system in configs else {}
+        try:
+            for note in check_systems([system], configs, f"config file {config}"):
+                err.print(note, highlight=False, markup=False)
+        except UserError as exc:
+            raise fail(str(exc)) from None
+        options = dict(configs.get(system, {}))
     checks = selfcheck.check_systems(system, options)
     if system is None:
         checks += selfcheck.check_scorer_determinism()

@@ -167,9 +167,7 @@ class Mem0System(EncoderStats):
     name = "mem0"
     options = ENCODER_OPTIONS + (
         Option("llm", (dict, type(None)), None, help="base_url, model, api_key"),
-        Option(
-            "infer", (bool,), None, help="extract facts (default: when llm is set)"
-        ),
+        Option("infer", (bool,), None, help="extract facts (default: when llm is set)"),
         Option("threshold", (float,), DEFAULT_THRESHOLD, help="mem0 search score threshold"),
         Option("vector_store", (dict, type(None)), None, help="mem0 vector store config"),
         Option("keyword_search", (bool,), False, help="let mem0 load its keyword model"),
