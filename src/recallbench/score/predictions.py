@@ -279,7 +279,7 @@ def _check_types(path: Path, line: int, canon: Mapping[str, Any], fmt: Predictio
             raise DatasetFormatError(
                 path,
                 line,
-                f"{name(meaning)} must be a finite number of at least 0, got {canon[meaning]!r}",
+                f"{name(meaning)} must be a number (finite, at least 0), got {canon[meaning]!r}",
             )
 
 
