@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import json
+import os
+import signal
 import sys
+import threading
 import tomllib
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -37,6 +43,88 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 INTERNAL_ERROR_EXIT = 1
+SIGINT_EXIT = 130
+SIGTERM_EXIT = 143
+
+
+class RunInterrupted(Exception):  # noqa: N818 (what happened, not an error of the program)
+    """A run stopped by Ctrl-C (SIGINT) or SIGTERM; :func:`main` prints one line and exits
+    with ``code`` (130 or 143). ``folder`` is the run folder to resume, None if none exists."""
+
+    def __init__(self, folder: Path | None, code: int) -> None:
+        super().__init__(f"interrupted ({folder})")
+        self.folder = folder
+        self.code = code
+
+    def message(self) -> str:
+        what = "SIGTERM" if self.code == SIGTERM_EXIT else "Ctrl-C"
+        if self.folder is None:
+            return f"interrupted ({what}) before a results folder was written: run it again"
+        return (
+            f"interrupted ({what}): nothing measured so far is lost; continue with: "
+            f"recallbench run --resume {self.folder}"
+        )
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread like Ctrl-C so a run stops the same way."""
+
+
+def _disk_full(exc: OSError, folder: Path | None) -> typer.Exit:
+    where = f" writing {exc.filename}" if exc.filename else ""
+    then = (
+        f"free some space, then continue with: recallbench run --resume {folder}"
+        if folder is not None
+        else "free some space and run the command again"
+    )
+    return fail(f"the disk is full{where} ({exc.strerror or 'no space left on device'}); {then}")
+
+
+def now_stamp() -> str:
+    """The UTC time now as a run id starts (``20261130T001216Z``)."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def newest_run_folder(out: Path, spec: RunSpec, since: str) -> Path | None:
+    """The folder a run of ``spec`` started at ``since`` or later created in ``out`` (the
+    newest such), or None when it has not created one yet."""
+    suffix = f"-{spec.spec_hash}"
+    try:
+        found = sorted(
+            p
+            for p in out.iterdir()
+            if p.is_dir() and p.name.endswith(suffix) and p.name[: len(since)] >= since
+        )
+    except OSError:
+        return None
+    return found[-1] if found else None
+
+
+@contextlib.contextmanager
+def interrupt_guard(folder_of: Callable[[], Path | None]) -> Iterator[None]:
+    """Around a run: SIGTERM stops it like Ctrl-C; either becomes :class:`RunInterrupted`
+    naming the folder to resume (``folder_of()``), and a full disk (``ENOSPC``) a one-line
+    error saying how to resume once space is freed."""
+    previous: Any = None
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+
+        def on_term(signum: int, frame: Any) -> None:
+            raise _Terminated()
+
+        previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        code = SIGTERM_EXIT if isinstance(exc, _Terminated) else SIGINT_EXIT
+        raise RunInterrupted(folder_of(), code) from None
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise _disk_full(exc, folder_of()) from None
+        raise
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def fail(message: str, code: int = USER_ERROR_EXIT) -> typer.Exit:
@@ -61,13 +149,32 @@ def read_config(path: Path | None) -> dict[str, dict[str, Any]]:
         return {}
     if not path.exists():
         raise fail(f"config file {path} not found")
-    text = path.read_bytes()
+    if not path.is_file():
+        raise fail(f"config file {path} is not a file (a folder?): give a JSON or TOML file")
     try:
-        data = tomllib.loads(text.decode()) if path.suffix == ".toml" else json.loads(text)
+        text = path.read_bytes()
+    except OSError as exc:
+        raise fail(f"config file {path} cannot be read: {exc.strerror}") from None
+    try:
+        body = text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise fail(
+            f"config file {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); "
+            "save it as UTF-8"
+        ) from None
+    try:
+        data = tomllib.loads(body) if path.suffix == ".toml" else json.loads(body)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise fail(f"config file {path}: {exc}") from None
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+    except RecursionError:
+        raise fail(f"config file {path}: nested too deeply to read") from None
+    if not isinstance(data, dict):
         raise fail(f"config file {path}: expected a mapping of system name -> options")
+    for section, value in data.items():
+        if not isinstance(value, dict):
+            raise fail(
+                f"config file {path}: section [{section}] must be a table of options, got {value!r}"
+            )
     return data
 
 
@@ -136,8 +243,77 @@ def check_errata_used(errata: str | None, loaded: Sequence[Any]) -> None:
         )
 
 
+def given(ctx: typer.Context, name: str) -> bool:
+    """Whether the user gave option ``name`` on the command line (not its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name not in ("DEFAULT", "DEFAULT_MAP")
+
+
+def check_resume_flags(ctx: typer.Context, folder: Path, stored: RunSpec, **flags: Any) -> None:
+    """Refuse a flag given beside ``--resume`` that differs from the spec the run was started
+    with (``run.json``): a resumed run keeps its spec. A flag with the stored value is fine."""
+    from recallbench.benchmarks import split_refs
+
+    def conflict(flag: str, value: Any, recorded: Any) -> typer.Exit:
+        return fail(
+            f"{flag} {value} conflicts with the run being resumed ({folder / 'run.json'} has "
+            f"{recorded}): a resumed run keeps the spec it was started with; drop {flag}, "
+            "or start a new run"
+        )
+
+    def show(values: Sequence[Any]) -> str:
+        return ",".join(str(v) for v in values) or '""'
+
+    if given(ctx, "systems") or given(ctx, "no_baselines"):
+        chosen = system_list(flags["systems"], flags["no_baselines"])
+        if chosen != stored.systems:
+            raise conflict("--systems", show(chosen), f"systems {show(stored.systems)}")
+    if given(ctx, "datasets"):
+        refs = tuple(split_refs(flags["datasets"]))
+        if refs != stored.datasets:
+            raise conflict("--datasets", show(refs), f"datasets {show(stored.datasets)}")
+    if given(ctx, "k") and flags["k"] is not None:
+        ks = parse_ks(flags["k"])
+        if ks != stored.k:
+            raise conflict("--k", show(ks), f"k {show(stored.k)}")
+    for name, attr in (
+        ("chunking", "chunking"),
+        ("concurrency", "concurrency"),
+        ("timeout", "timeout_s"),
+        ("seed", "seed"),
+    ):
+        if given(ctx, name) and flags[name] != getattr(stored, attr):
+            raise conflict(f"--{name}", flags[name], f"{attr} {getattr(stored, attr)}")
+    if given(ctx, "config") and read_config(flags["config"]) != dict(stored.system_configs):
+        raise conflict(
+            "--config", flags["config"], f"system_configs {json.dumps(stored.system_configs)}"
+        )
+    defaults = {"image_mode": "native"}
+    for name in ("questions", "image_mode", "caption_model", "errata"):
+        recorded = stored.dataset_options.get(name, defaults.get(name))
+        if given(ctx, name) and flags[name] != recorded:
+            raise conflict(f"--{name.replace('_', '-')}", flags[name], f"{name} {recorded}")
+    if given(ctx, "out") and flags["out"].resolve() != folder.resolve().parent:
+        raise conflict("--out", flags["out"], f"its folder in {folder.resolve().parent}")
+
+
+def check_out_dir(out: Path) -> None:
+    """Before any work, creating nothing: ``--out`` must be a folder, or a path recallbench can
+    create a folder at, in a folder it can write in."""
+    if out.exists() and not out.is_dir():
+        raise fail(f"--out {out} is a file, not a folder: give a folder for the results")
+    existing = out
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise fail(f"--out {out}: {existing} is a file, so no folder can be made there")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise fail(f"--out {out}: {existing} is not writable; give a folder you can write in")
+
+
 @app.command()
 def run(
+    ctx: typer.Context,
     systems: Annotated[str, typer.Option(help="Systems to run, joined by commas.")] = "",
     datasets: Annotated[
         str, typer.Option(help="Datasets: name, name:variant or name@PATH, joined by commas.")
@@ -185,13 +361,40 @@ def run(
 ) -> None:
     """Run memory systems (beside the baselines) on datasets and score retrieval."""
     from recallbench.benchmarks import load_dataset, split_refs
-    from recallbench.pipeline import check_systems, resume_run, start_run, tables
+    from recallbench.pipeline import (
+        check_spec,
+        check_systems,
+        read_manifest,
+        resume_run,
+        start_run,
+        tables,
+    )
 
     data = resolve_data_dir(data_dir)
     bar = _Bar(enabled=not quiet)
     try:
         if resume is not None:
-            with bar.progress:
+            manifest = read_manifest(resume)
+            check_resume_flags(
+                ctx,
+                resume,
+                manifest.spec,
+                systems=systems,
+                no_baselines=no_baselines,
+                datasets=datasets,
+                k=k,
+                chunking=chunking,
+                concurrency=concurrency,
+                timeout=timeout,
+                seed=seed,
+                config=config,
+                questions=questions,
+                image_mode=image_mode,
+                caption_model=caption_model,
+                errata=errata,
+                out=out,
+            )
+            with interrupt_guard(lambda: resume), bar.progress:
                 scored = resume_run(resume, data, bar.callbacks(), cache_dir)
         else:
             if chunking not in CHUNKINGS:
@@ -205,8 +408,22 @@ def run(
                 options["errata"] = errata
             chosen = system_list(systems, no_baselines)
             ks = parse_ks(k) if k else None
-            check_systems(chosen)
+            check_spec(
+                RunSpec(
+                    systems=chosen,
+                    datasets=(),
+                    k=ks or DEFAULT_K,
+                    timeout_s=timeout,
+                    concurrency=concurrency,
+                )
+            )
+            configs = read_config(config)
+            for note in check_systems(chosen, configs, f"config file {config}"):
+                err.print(note, highlight=False, markup=False)
             refs = tuple(split_refs(datasets))
+            if not refs:
+                raise fail(f"--datasets {datasets!r} names no dataset: give at least one name")
+            check_out_dir(out)
             loaded = [load_dataset(ref, data, options) for ref in refs]
             check_errata_used(errata, loaded)
             if ks is None:  # the datasets' own depths (e.g. LongMemEval's 1,3,5,10,30,50)
@@ -219,10 +436,12 @@ def run(
                 seed=seed,
                 timeout_s=timeout,
                 concurrency=concurrency,
-                system_configs=read_config(config),
+                system_configs=configs,
                 dataset_options=options,
             )
-            with bar.progress:
+            started = now_stamp()
+            guard = interrupt_guard(lambda: newest_run_folder(out, spec, started))
+            with guard, bar.progress:
                 scored = start_run(spec, data, out, bar.callbacks(), cache_dir, datasets=loaded)
     except UserError as exc:
         raise fail(str(exc)) from None
@@ -235,8 +454,44 @@ def run(
     console.print(f"results: {scored.run_dir}", highlight=False, markup=False)
 
 
+FILE_ONLY_FLAGS: tuple[str, ...] = (
+    "dataset", "tier", "questions", "mode", "out", "results_dir", "format_name", "name",
+    "unknown_turns", "errata",
+)  # fmt: skip
+"""``score`` options that apply to a predictions file only."""
+
+
+def check_score_dir_flags(ctx: typer.Context, folder: Path, k: str | None) -> None:
+    """``score DIR`` re-scores a run as it was run: ``--k`` must match the stored depths and
+    an option for predictions files is refused, naming it."""
+    from recallbench.pipeline import read_manifest
+
+    for name in FILE_ONLY_FLAGS:
+        if given(ctx, name):
+            flag = "--format" if name == "format_name" else "--" + name.replace("_", "-")
+            raise fail(
+                f"{flag} applies to a predictions file; {folder} is a results folder, "
+                "re-scored with the spec in its run.json: drop it"
+            )
+    if k is None:
+        return
+    try:
+        stored = read_manifest(folder).spec.k
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    ks = parse_ks(k)
+    if ks != stored:
+        shown = ",".join(map(str, stored))
+        raise fail(
+            f"--k {','.join(map(str, ks))} conflicts with the run being re-scored "
+            f"({folder / 'run.json'} has k {shown}): a results folder is scored at the depths "
+            "it was run with; drop --k, or start a new run with --k"
+        )
+
+
 @app.command()
 def score(
+    ctx: typer.Context,
     target: Annotated[
         Path,
         typer.Argument(
@@ -296,6 +551,7 @@ def score(
 
     data = resolve_data_dir(data_dir)
     if target.is_dir():
+        check_score_dir_flags(ctx, target, k)
         try:
             scored = score_run(target, data, incomplete=incomplete)
         except UserError as exc:
@@ -319,6 +575,13 @@ def score(
         raise fail(f"{target} does not exist")
     if dataset is None:
         raise fail("scoring a predictions file needs --dataset")
+    if out is not None and out.resolve() == target.resolve():
+        raise fail(
+            f"--out {out} is the predictions file being scored: it would be overwritten; "
+            "give another file for the per-question lines"
+        )
+    if out is not None and out.is_dir():
+        raise fail(f"--out {out} is a folder: give a file for the per-question lines")
     ref = f"{dataset}:{tier}" if tier else dataset
     options: dict[str, Any] = {"questions": questions} if questions else {}
     if errata:
@@ -439,6 +702,7 @@ def controls_cmd(
 @app.command("systems")
 def systems_cmd() -> None:
     """List registered systems, where they come from and whether they can run here."""
+    from recallbench.systems.options import declared_options, describe
     from recallbench.systems.registry import (
         SYSTEMS,
         available_systems,
@@ -447,11 +711,19 @@ def systems_cmd() -> None:
     )
 
     t = RichTable(title="registered systems", title_justify="left")
-    for c in ("name", "source", "available", "capabilities"):
-        t.add_column(c)
+    for c in ("name", "source", "available", "capabilities", "options (--config)"):
+        t.add_column(c, overflow="fold")
     for name, entry in available_systems().items():
+        opts = "-"
         try:
-            declared = capabilities_for(resolve_target(entry.target), {})
+            target = resolve_target(entry.target)
+            declared_opts = declared_options(target)
+            opts = (
+                "undeclared (passed unchecked)"
+                if declared_opts is None
+                else describe(declared_opts)
+            )
+            declared = capabilities_for(target, {})
             avail = "yes"
             caps = declared.capabilities
             cap = (
@@ -466,7 +738,7 @@ def systems_cmd() -> None:
             cap = "-"
         except UserError as exc:  # capabilities the default config cannot declare
             avail, cap = "yes", f"depends on --config ({exc})"
-        t.add_row(*(escape(x) for x in (name, entry.source, avail, cap)))
+        t.add_row(*(escape(x) for x in (name, entry.source, avail, cap, opts)))
     console.print(t)
     for e in SYSTEMS.shadowed:
         err.print(
@@ -533,7 +805,18 @@ def verify(
 
     if config is not None and system is None:
         raise fail("--config needs --system: it holds that system's options")
-    options = read_config(config).get(system, {}) if system else {}
+    options: dict[str, Any] = {}
+    if system is not None:
+        from recallbench.pipeline import check_systems
+
+        configs = read_config(config)
+        configs = {system: configs[system]} if system in configs else {}
+        try:
+            for note in check_systems([system], configs, f"config file {config}"):
+                err.print(note, highlight=False, markup=False)
+        except UserError as exc:
+            raise fail(str(exc)) from None
+        options = dict(configs.get(system, {}))
     checks = selfcheck.check_systems(system, options, timeout_s=check_timeout)
     if system is None:
         checks += selfcheck.check_scorer_determinism()
@@ -567,22 +850,40 @@ def main() -> None:
     commands); anything else is a bug, shown with its traceback, exit 1."""
     try:
         app()
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
+    except RunInterrupted as exc:
+        err.print(exc.message(), highlight=False, markup=False, soft_wrap=True)
+        sys.exit(exc.code)
+    except KeyboardInterrupt:  # outside a run (Typer usually turns it into exit 130 itself)
+        err.print("interrupted", highlight=False, markup=False)
+        sys.exit(SIGINT_EXIT)
     except UserError as exc:  # one that escaped a command's own handler
         err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(USER_ERROR_EXIT)
-    except Exception as exc:
-        traceback.print_exc()
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            _internal(exc)
         err.print(
-            f"internal error: {type(exc).__name__}: {exc}. This is a bug in recallbench or in a "
-            "plugin it ran, not a problem with your input: please report it with the traceback "
-            "above.",
+            f"error: the disk is full (writing {exc.filename or '?'}): free some space and run "
+            "the command again",
             highlight=False,
             markup=False,
         )
-        sys.exit(INTERNAL_ERROR_EXIT)
+        sys.exit(USER_ERROR_EXIT)
+    except Exception as exc:
+        _internal(exc)
+
+
+def _internal(exc: BaseException) -> NoReturn:
+    """Print a bug's traceback and exit 1."""
+    traceback.print_exc()
+    err.print(
+        f"internal error: {type(exc).__name__}: {exc}. This is a bug in recallbench or in a "
+        "plugin it ran, not a problem with your input: please report it with the traceback "
+        "above.",
+        highlight=False,
+        markup=False,
+    )
+    sys.exit(INTERNAL_ERROR_EXIT)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ after, and ``interrupted`` when Ctrl-C (or SIGTERM, under :func:`sigterm_as_exit
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import shutil
 import signal
@@ -42,6 +43,7 @@ from recallbench.errors import (
     OptionError,
     RunFolderError,
     RunLockedError,
+    SystemConfigError,
 )
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.predictions import predictions_tables, render_predictions_summary
@@ -68,6 +70,7 @@ from recallbench.score.predictions import (
 )
 from recallbench.score.scorer import score_dataset
 from recallbench.spec import RunSpec
+from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
 
 CACHE_ENV = "RECALLBENCH_CACHE"
@@ -87,6 +90,7 @@ __all__ = [
     "ScoredFile",
     "ScoredRun",
     "applied_rules",
+    "check_spec",
     "check_systems",
     "load_run_datasets",
     "read_logs",
@@ -108,10 +112,50 @@ def default_cache_dir() -> Path:
     return Path(base) / "recallbench" / "cache"
 
 
-def check_systems(names: Sequence[str]) -> None:
-    """Fail before any work if a system is unknown or its extra is not installed."""
+def check_systems(
+    names: Sequence[str],
+    configs: Mapping[str, Mapping[str, Any]] | None = None,
+    source: str = "--config",
+) -> list[str]:
+    """Fail before any work (no folder exists yet) if a system is unknown, its extra is not
+    installed, a section of ``configs`` (read from ``source``) names no system of the run, or a
+    section breaks what its system declares in ``options`` (an unknown key, a wrong type, a
+    value out of range; see :mod:`recallbench.systems.options`).
+
+    Returns notes for systems that declare no options (their sections pass unchecked)."""
+    configs = configs or {}
+    stray = [section for section in configs if section not in names]
+    if stray:
+        raise SystemConfigError(
+            f"{source}: section [{stray[0]}] names no system of the run "
+            f"(systems: {', '.join(names)}); remove it or add {stray[0]!r} to --systems"
+        )
+    notes = []
     for name in names:
-        system_factory(name)
+        factory = system_factory(name)
+        section = configs.get(name, {})
+        if not isinstance(section, Mapping):
+            raise SystemConfigError(f"{source} [{name}]: expected a table of options")
+        note = check_options(name, factory, section, source)
+        if note:
+            notes.append(note)
+    return notes
+
+
+def check_spec(spec: RunSpec) -> None:
+    """The run's own numbers, checked before any folder exists: ``timeout_s`` a finite number
+    of seconds above 0, ``concurrency`` and every ``k`` integers of at least 1."""
+    timeout = spec.timeout_s
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        raise OptionError(f"--timeout must be a number of seconds, got {timeout!r}")
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise OptionError(f"--timeout must be a finite number of seconds above 0, got {timeout!r}")
+    if isinstance(spec.concurrency, bool) or not isinstance(spec.concurrency, int):
+        raise OptionError(f"--concurrency must be an integer, got {spec.concurrency!r}")
+    if spec.concurrency < 1:
+        raise OptionError(f"--concurrency must be at least 1, got {spec.concurrency}")
+    if not spec.k or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in spec.k):
+        raise OptionError(f"--k values must be positive integers, got {list(spec.k)!r}")
 
 
 def load_datasets(spec: RunSpec, data_dir: Path) -> list[LoadedDataset]:
@@ -258,7 +302,8 @@ def start_run(
 ) -> ScoredRun:
     """Check everything, create the run's folder (``<UTC start>-<spec hash>``, suffixed ``-2``,
     ``-3``, ... if taken), run every system and score, holding the folder's lock throughout."""
-    check_systems(spec.systems)
+    check_spec(spec)
+    check_systems(spec.systems, spec.system_configs)
     check_unique_datasets(spec.datasets, [])
     loaded = list(datasets) if datasets is not None else load_datasets(spec, data_dir)
     check_unique_datasets(spec.datasets, loaded)

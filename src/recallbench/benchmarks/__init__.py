@@ -133,7 +133,7 @@ def load_dataset(
             files=files,
             card_notes=("Local dataset, not a pinned release.",),
         )
-        return _registered(ds, FOLDER, options)
+        return _not_empty(_registered(ds, FOLDER, options), ref)
     bench = get_benchmark(name)
     spec = bench.spec
     if path is None:
@@ -149,7 +149,18 @@ def load_dataset(
             raise DatasetRefError(f"{name} has no variants (got {variant!r})")
     typed = bench.options.from_mapping(dict(options or {}))
     ds = spec.loader(spec, variant, data_dir, typed, path, predictions=predictions)
-    return dataclasses.replace(ds, benchmark=name, default_k=bench.default_k)
+    return _not_empty(dataclasses.replace(ds, benchmark=name, default_k=bench.default_k), ref)
+
+
+def _not_empty(ds: LoadedDataset, ref: str) -> LoadedDataset:
+    """Refuse a dataset with no question: every figure would have a denominator of 0."""
+    if not ds.questions:
+        where = ", ".join(f.name for f in ds.files) or ref
+        raise DatasetRefError(
+            f"dataset {ref!r} ({where}) has 0 questions: nothing can be measured; check the "
+            "files (or the question set chosen)"
+        )
+    return ds
 
 
 def _registered(

@@ -163,7 +163,7 @@ class RunManifest:
         known = {f.name for f in dataclasses.fields(cls)} - {"environment", "extra"}
         env_keys = ("recallbench_version", "packages", "git", "machine")
         try:
-            return cls(
+            manifest = cls(
                 run_id=str(d["run_id"]),
                 spec=RunSpec.from_dict(d["spec"]),
                 spec_hash=str(d["spec_hash"]),
@@ -180,6 +180,13 @@ class RunManifest:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RunFolderError(f"{where}: not a recallbench run manifest ({exc!r})") from None
+        if manifest.spec.spec_hash != manifest.spec_hash:
+            raise RunFolderError(
+                f"{where}: the spec was edited after the run started (spec_hash "
+                f"{manifest.spec_hash} in run.json, {manifest.spec.spec_hash} for the spec it "
+                "holds now); restore the original spec, or start a new run"
+            )
+        return manifest
 
 
 def _version_number(value: Any, where: Path | str) -> int:
@@ -217,12 +224,19 @@ def upgrade(d: dict[str, Any], where: Path | str = "run.json") -> dict[str, Any]
 
 def read_manifest(run_dir: Path) -> RunManifest:
     path = run_dir / store.RUN_JSON
+    if not run_dir.is_dir():
+        what = "is not a folder" if run_dir.exists() else "does not exist"
+        raise RunFolderError(f"{run_dir} {what}: give the results folder of a run")
     if not path.exists():
         raise RunFolderError(f"{run_dir} is not a recallbench results folder (no run.json)")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise RunFolderError(f"{path}: not valid JSON ({exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise RunFolderError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except RecursionError:
+        raise RunFolderError(f"{path}: JSON nested too deeply to read") from None
     if not isinstance(raw, dict):
         raise RunFolderError(f"{path}: expected a JSON object")
     return RunManifest.from_dict(raw, path)

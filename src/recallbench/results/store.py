@@ -258,9 +258,16 @@ def read_observations(run_dir: Path) -> list[Observation]:
     """Observations with their memory texts restored from ``texts.jsonl``."""
     texts = {t["sha256"]: t["text"] for t in read_jsonl_tolerant(run_dir / TEXTS)}
     out = []
-    for d in read_jsonl_tolerant(run_dir / OBSERVATIONS):
+    for number, d in enumerate(read_jsonl_tolerant(run_dir / OBSERVATIONS), start=1):
         for m in d.get("memories", ()):
             if "text_sha256" in m:
-                m["text"] = texts[m.pop("text_sha256")]
+                digest = m.pop("text_sha256")
+                if digest not in texts:
+                    raise RunFolderError(
+                        f"{run_dir / OBSERVATIONS}: observation {number} names text {digest}, "
+                        f"which {run_dir / TEXTS} does not hold: the folder was damaged; "
+                        "restore texts.jsonl from a copy, or run again"
+                    )
+                m["text"] = texts[digest]
         out.append(observation_from_dict(d))
     return out

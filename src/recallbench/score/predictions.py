@@ -35,6 +35,7 @@ and kept on the observations only).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,7 +240,13 @@ def _refuse_outside(path: Path, line: int, rec: Mapping[str, Any], fmt: Predicti
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A finite number of at least 0 (not a boolean, not NaN or Infinity)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def _check_types(path: Path, line: int, canon: Mapping[str, Any], fmt: PredictionFormat) -> None:
@@ -262,14 +269,17 @@ def _check_types(path: Path, line: int, canon: Mapping[str, Any], fmt: Predictio
         raise DatasetFormatError(
             path, line, f"{name(GENERATED)} must be true or false, got {canon[GENERATED]!r}"
         )
-    if CHARS in canon and (not isinstance(canon[CHARS], int) or isinstance(canon[CHARS], bool)):
+    chars = canon.get(CHARS, 0)
+    if not isinstance(chars, int) or isinstance(chars, bool) or chars < 0:
         raise DatasetFormatError(
-            path, line, f"{name(CHARS)} must be an integer, got {canon[CHARS]!r}"
+            path, line, f"{name(CHARS)} must be an integer of at least 0, got {chars!r}"
         )
     for meaning in (LATENCY, NETWORK):
         if meaning in canon and not _is_number(canon[meaning]):
             raise DatasetFormatError(
-                path, line, f"{name(meaning)} must be a number, got {canon[meaning]!r}"
+                path,
+                line,
+                f"{name(meaning)} must be a number (finite, at least 0), got {canon[meaning]!r}",
             )
 
 

@@ -29,6 +29,7 @@ import Stemmer
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.errors import SystemConfigError
 from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
+from recallbench.systems.options import Option
 
 
 def _import_bm25s() -> Any:
@@ -78,6 +79,24 @@ FUNCTION_WORDS: tuple[str, ...] = (
 )  # fmt: skip
 """recallbench's default BM25 stop words: English closed-class function words (see above)."""
 STOPWORD_SETS: dict[str, Any] = {"function": list(FUNCTION_WORDS), "en": "en"}
+BM25_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "stemmer",
+        (str,),
+        "english",
+        choices=tuple(sorted(Stemmer.algorithms())),
+        help="PyStemmer language",
+    ),
+    Option(
+        "stopwords",
+        (str, list, type(None)),
+        "function",
+        choices=tuple(STOPWORD_SETS),
+        items=str,
+        help="a named set, null (none) or a list of words",
+    ),
+)
+"""The options :meth:`BM25Index.from_config` reads (``bm25`` and ``hybrid``)."""
 
 
 def stopwords_option(value: Any) -> Any:
@@ -167,6 +186,7 @@ class BM25Index:
 class BM25System:
     name = "bm25"
     capabilities = Capabilities(returns_source_turns=True)
+    options = BM25_OPTIONS
     hooks = frozenset({"finish_ingest"})
 
     def __init__(self, context: SystemContext | None = None) -> None:

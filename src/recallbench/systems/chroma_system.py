@@ -31,12 +31,14 @@ from chromadb.utils.embedding_functions import register_embedding_function
 from recallbench.contracts import Memory, Session
 from recallbench.systems.base import Capabilities, SystemContext
 from recallbench.systems.embeddings import (
+    ENCODER_OPTIONS,
     Encoder,
     EncoderStats,
     build_encoder,
     load_model,
     require_sentence_transformers,
 )
+from recallbench.systems.options import Option
 
 require_sentence_transformers()  # let the registry name the missing extra
 
@@ -85,6 +87,10 @@ class RecallbenchEmbeddingFunction(EmbeddingFunction[Documents]):
 
 class ChromaSystem(EncoderStats):
     name = "chroma"
+    options = ENCODER_OPTIONS + (
+        Option("hnsw", (dict, type(None)), None, help="Chroma HNSW configuration"),
+        Option("persistent", (bool,), True, help="store on disk in the run's work folder"),
+    )
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True
     )

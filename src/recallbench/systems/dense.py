@@ -30,11 +30,13 @@ import numpy as np
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
 from recallbench.systems.embeddings import (
+    ENCODER_OPTIONS,
     Encoder,
     EncoderStats,
     build_encoder,
     require_sentence_transformers,
 )
+from recallbench.systems.options import Option
 
 require_sentence_transformers()  # let the registry name the missing extra
 
@@ -50,6 +52,24 @@ CARD_NOTE = (
 DEFAULT_ANN_THRESHOLD = 200_000
 DEFAULT_EF_SEARCH = 128
 HNSW_M = 32
+INDEX_OPTIONS: tuple[Option, ...] = (
+    Option(
+        "ann_threshold",
+        (int,),
+        DEFAULT_ANN_THRESHOLD,
+        min=0,
+        help="stored vectors from which search is approximate",
+    ),
+    Option(
+        "ann_backend",
+        (str,),
+        "auto",
+        choices=("auto", "faiss", "usearch", "exact"),
+        help="approximate-search library",
+    ),
+    Option("ann_ef_search", (int,), DEFAULT_EF_SEARCH, min=1, help="HNSW search breadth"),
+)
+"""The options :func:`index_from_config` reads (``dense`` and ``hybrid``)."""
 
 
 def available_ann_backend(preferred: str = "auto") -> str | None:
@@ -231,6 +251,7 @@ def index_from_config(encoder: Encoder, context: SystemContext) -> VectorIndex:
 
 class DenseSystem(EncoderStats):
     name = "dense"
+    options = ENCODER_OPTIONS + INDEX_OPTIONS
     hooks = frozenset({"finish_ingest"})
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True

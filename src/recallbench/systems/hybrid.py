@@ -17,13 +17,15 @@ from __future__ import annotations
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.errors import SystemConfigError
 from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
-from recallbench.systems.bm25 import BM25Index
-from recallbench.systems.dense import index_from_config
+from recallbench.systems.bm25 import BM25_OPTIONS, BM25Index
+from recallbench.systems.dense import INDEX_OPTIONS, index_from_config
 from recallbench.systems.embeddings import (
+    ENCODER_OPTIONS,
     EncoderStats,
     build_encoder,
     require_sentence_transformers,
 )
+from recallbench.systems.options import Option
 
 require_sentence_transformers()  # let the registry name the missing extra
 
@@ -51,6 +53,15 @@ def reciprocal_rank_fusion(
 
 class HybridSystem(EncoderStats):
     name = "hybrid"
+    options = (
+        ENCODER_OPTIONS
+        + INDEX_OPTIONS
+        + BM25_OPTIONS
+        + (
+            Option("rrf_k", (float,), DEFAULT_RRF_K, min=0, help="reciprocal rank fusion c"),
+            Option("depth", (int,), DEFAULT_DEPTH, min=1, help="candidates from each side"),
+        )
+    )
     hooks = frozenset({"finish_ingest"})
     capabilities = Capabilities(
         returns_source_turns=True, accepts_images=False, llm_inside=None, in_process=True

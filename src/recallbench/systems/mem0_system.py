@@ -56,11 +56,13 @@ from recallbench.contracts import Memory, Session
 from recallbench.errors import SystemConfigError
 from recallbench.systems.base import Capabilities, SystemContext
 from recallbench.systems.embeddings import (
+    ENCODER_OPTIONS,
     Encoder,
     EncoderStats,
     build_encoder,
     require_sentence_transformers,
 )
+from recallbench.systems.options import Option
 
 require_sentence_transformers()  # let the registry name the missing extra
 
@@ -163,6 +165,13 @@ def _role(speaker: str) -> str:
 
 class Mem0System(EncoderStats):
     name = "mem0"
+    options = ENCODER_OPTIONS + (
+        Option("llm", (dict, type(None)), None, help="base_url, model, api_key"),
+        Option("infer", (bool,), None, help="extract facts (default: when llm is set)"),
+        Option("threshold", (float,), DEFAULT_THRESHOLD, help="mem0 search score threshold"),
+        Option("vector_store", (dict, type(None)), None, help="mem0 vector store config"),
+        Option("keyword_search", (bool,), False, help="let mem0 load its keyword model"),
+    )
 
     @classmethod
     def declare_capabilities(cls, config: Mapping[str, Any]) -> Capabilities:

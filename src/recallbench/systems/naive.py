@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
+from recallbench.systems.options import Option
 
 DEFAULT_CHAR_BUDGET = 120_000
 
@@ -17,6 +18,15 @@ DEFAULT_CHAR_BUDGET = 120_000
 class NaiveSystem:
     name = "naive"
     capabilities = Capabilities(returns_source_turns=True, ignores_k=True)
+    options = (
+        Option(
+            "char_budget",
+            (int,),
+            DEFAULT_CHAR_BUDGET,
+            min=1,
+            help="characters returned, newest first",
+        ),
+    )
 
     def __init__(self, context: SystemContext | None = None) -> None:
         config = (context or SystemContext()).config

@@ -10,11 +10,13 @@ import random
 
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.systems.base import Capabilities, SystemContext, chunk_memory
+from recallbench.systems.options import Option
 
 
 class RandomSystem:
     name = "random"
     capabilities = Capabilities(returns_source_turns=True)
+    options: tuple[Option, ...] = ()  # none: any key in its --config section is an error
 
     def __init__(self, context: SystemContext | None = None) -> None:
         self._seed = (context or SystemContext()).seed

@@ -47,13 +47,16 @@ def load(
         if local_path is None and actual != f.sha256:
             raise ChecksumMismatchError(path, str(f.sha256), actual)
         records.append(FileRecord(f.name, actual, pinned=local_path is None))
+    notes = ["Bundled sample written by the recallbench authors: a demo, not a benchmark."]
+    if local_path is not None:  # sample@PATH: a local copy, not the bundled files
+        notes.append(f"Local copy {local_path}: not the bundled sample.")
     ds = load_native(
         folder,
         name=spec.name,
         variant=variant,
-        version=spec.version,
+        version=spec.version if local_path is None else "local",
         files=tuple(records),
-        card_notes=("Bundled sample written by the recallbench authors: a demo, not a benchmark.",),
+        card_notes=tuple(notes),
     )
     return dataclasses.replace(ds, options=options)
 
