@@ -34,6 +34,7 @@ from recallbench.score.metrics import TIMING
 from recallbench.systems import registry
 from recallbench.systems.base import Capabilities, SystemContext
 from recallbench.systems.bm25 import BM25System
+from recallbench.systems.options import Option
 
 
 class SlowBM25(BM25System):
@@ -141,6 +142,13 @@ class HostileSystem(BM25System):
             "str_source_turns",
             "mutates_session",
         }
+    )
+    options = (
+        *BM25System.options,
+        Option("mode", (str, type(None)), None, help="one fault, see the class docstring"),
+        Option("modes", (list, type(None)), None, items=str, help="several faults at once"),
+        Option("times", (int,), 1, min=0, help="call faults: how many calls misbehave"),
+        Option("sleep_s", (int, float), 1.0, min=0, help="call faults: how long a sleep lasts"),
     )
     log: list[tuple[int, str, str]] = []
     overlaps = 0

@@ -38,9 +38,8 @@ def _run(
     tmp_path: Path, config: dict[str, Any], systems: tuple[str, ...] = ("hostile", "bm25"),
     dataset: str = "sample", name: str = "out", **kw: Any,
 ) -> Path:  # fmt: skip
-    spec = RunSpec(
-        systems=systems, datasets=(dataset,), k=(1, 5), system_configs={"hostile": config}, **kw
-    )
+    configs = {"hostile": config} if "hostile" in systems else {}
+    spec = RunSpec(systems=systems, datasets=(dataset,), k=(1, 5), system_configs=configs, **kw)
     return start_run(spec, tmp_path / "data", tmp_path / name).run_dir
 
 
