@@ -171,3 +171,46 @@ def test_sigkill_then_resume_loses_nothing_and_duplicates_nothing(tmp_path: Path
         tmp_path / "fresh",
     )
     assert _comparable(resumed.run_dir) == _comparable(fresh.run_dir)
+
+
+class _Misnamed:
+    """A plugin whose own ``name`` is not the name it is registered under."""
+
+    name = "something-else"
+
+    def __init__(self, context: object = None) -> None:
+        from recallbench.systems.base import Capabilities
+
+        self.capabilities = Capabilities()
+
+    def add(self, session: object) -> None:
+        pass
+
+    def search(self, query: str, k: int) -> list:
+        return []
+
+    def reset(self) -> None:
+        pass
+
+
+class _NoCapabilities(_Misnamed):
+    def __init__(self, context: object = None) -> None:
+        pass
+
+
+def test_records_use_the_registry_name_and_a_plugin_without_capabilities_fails_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recallbench.registry import Entry
+    from recallbench.systems import registry
+
+    monkeypatch.setitem(registry.BUILTINS, "misnamed", Entry("misnamed", f"{__name__}:_Misnamed"))
+    monkeypatch.setitem(registry.BUILTINS, "nocaps", Entry("nocaps", f"{__name__}:_NoCapabilities"))
+    spec = RunSpec(systems=("misnamed", "nocaps", "bm25"), datasets=("sample",), k=(1,))
+    scored = start_run(spec, tmp_path / "d", tmp_path / "out")
+    observations = _lines(scored.run_dir / "observations.jsonl")
+    assert {o["system"] for o in observations} == {"misnamed", "nocaps", "bm25"}
+    nocaps = [o for o in observations if o["system"] == "nocaps"]
+    assert len(nocaps) == 50 and all(o["outcome"] == "error" for o in nocaps)
+    assert "could not be built: AttributeError" in nocaps[0]["outcome_reason"]
+    assert json.loads((scored.run_dir / "run.json").read_text())["status"] == "complete"

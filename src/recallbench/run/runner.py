@@ -135,6 +135,9 @@ class _Instance:
     system: MemorySystem
     summarizes: bool
     quarantined: bool = False
+    name: str = ""
+    """The registry name the run knows the system by (records never use the plugin's own
+    ``name`` attribute, which a plugin may set to anything)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +230,7 @@ class Runner:
         settings = getattr(system, "settings", None)  # optional, declared in systems/base.py
         if isinstance(settings, Mapping):
             self.settings.setdefault(system_name, dict(settings))
-        return _Instance(system, summarizes)
+        return _Instance(system, summarizes, name=system_name)
 
     def _quarantine(self, inst: _Instance, pool: CallPool) -> None:
         """Never call the instance again; close it if that returns within the timeout."""
@@ -396,7 +399,7 @@ class Runner:
 
         def record(outcome: str, reason: str | None) -> None:
             self._ingest_record(
-                ds, system.name, group_id, sessions,
+                ds, inst.name, group_id, sessions,
                 round(ms, 4) if outcome == "usable" else None,
                 outcome, reason, finish_ms, ingest_log, ingested,
             )  # fmt: skip
@@ -451,12 +454,12 @@ class Runner:
         for start in range(0, len(qs), window):
             batch = qs[start : start + window]
             if inst.quarantined:
-                self._fail_all(ds, system.name, batch, QUARANTINED, obs_log)
+                self._fail_all(ds, inst.name, batch, QUARANTINED, obs_log)
                 continue
             calls = [pool.submit(lambda q=q: system.search(q.text, k), post) for q in batch]
             for i, (q, call) in enumerate(zip(batch, calls, strict=True)):
                 if inst.quarantined:
-                    obs_log.append(self._failed(ds, system.name, q, QUARANTINED))
+                    obs_log.append(self._failed(ds, inst.name, q, QUARANTINED))
                 else:
                     outcome = pool.wait(call, self.spec.timeout_s, abandon=False)
                     if outcome.timed_out:
@@ -475,7 +478,7 @@ class Runner:
         turns: Mapping[str, str],
         outcome: CallOutcome,
     ) -> Observation:
-        name = inst.system.name
+        name = inst.name
         if not outcome.ok:
             return self._failed(ds, name, q, outcome.reason)
         memories: tuple[Memory, ...] = outcome.result
