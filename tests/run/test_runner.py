@@ -214,3 +214,25 @@ def test_records_use_the_registry_name_and_a_plugin_without_capabilities_fails_a
     assert len(nocaps) == 50 and all(o["outcome"] == "error" for o in nocaps)
     assert "could not be built: AttributeError" in nocaps[0]["outcome_reason"]
     assert json.loads((scored.run_dir / "run.json").read_text())["status"] == "complete"
+
+
+class _CloseRaises(_Misnamed):
+    def close(self) -> None:
+        raise RuntimeError("close exploded")
+
+
+def test_a_close_that_raises_is_a_warning_not_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recallbench.registry import Entry
+    from recallbench.systems import registry
+
+    monkeypatch.setitem(
+        registry.BUILTINS, "badclose", Entry("badclose", f"{__name__}:_CloseRaises")
+    )
+    spec = RunSpec(systems=("badclose", "bm25"), datasets=("sample",), k=(1,))
+    with pytest.warns(RuntimeWarning, match="badclose: close\\(\\) raised RuntimeError"):
+        scored = start_run(spec, tmp_path / "d", tmp_path / "out")
+    observations = _lines(scored.run_dir / "observations.jsonl")
+    assert sum(o["system"] == "badclose" for o in observations) == 50
+    assert json.loads((scored.run_dir / "run.json").read_text())["status"] == "complete"
