@@ -10,6 +10,10 @@ A chunk's id is its first turn's id (``session`` chunks use the session id).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+from collections.abc import Sequence
+
 from recallbench.contracts import Chunk, Session, Turn
 from recallbench.errors import OptionError
 
@@ -61,3 +65,23 @@ def with_chunks(session: Session, mode: str) -> Session:
         turns=session.turns,
         chunks=make_chunks(session, mode),
     )
+
+
+def private_copy(sessions: Sequence[Session]) -> list[Session]:
+    """Sessions with turn objects of their own (chunks share them as in the original), so a
+    system that mutates what it is handed cannot change what other systems, or the scorer, see.
+    """
+    out = []
+    for s in sessions:
+        fresh = {id(t): copy.copy(t) for t in s.turns}
+
+        def own(t: Turn, fresh: dict[int, Turn] = fresh) -> Turn:
+            got = fresh.get(id(t))
+            return got if got is not None else copy.copy(t)
+
+        chunks = tuple(
+            Chunk(c.chunk_id, c.session_id, c.date, tuple(own(t) for t in c.turns))
+            for c in s.chunks
+        )
+        out.append(dataclasses.replace(s, turns=tuple(own(t) for t in s.turns), chunks=chunks))
+    return out

@@ -26,6 +26,7 @@ from recallbench.systems.conformance import (
 )
 from recallbench.systems.naive import NaiveSystem
 from recallbench.systems.registry import SystemEntry, UnknownSystemError
+from recallbench.testing import HostileSystem
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN_FIXTURE = REPO / "tests" / "fixtures" / "plugin_pkg"
@@ -726,3 +727,15 @@ def test_a_timeout_must_be_a_positive_number(register, bad: float) -> None:
         check_system(name, timeout_s=bad)
     with pytest.raises(ValueError, match="positive number of seconds"):
         check_system(name, create_timeout_s=bad)
+
+
+@pytest.mark.parametrize("mode", sorted(HostileSystem.MODES))
+def test_verify_fails_the_hostile_plugin_in_every_mode(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recallbench import testing
+
+    monkeypatch.setattr(registry, "BUILTINS", dict(registry.BUILTINS))
+    testing.register()
+    results = check_system("hostile", {"mode": mode, "sleep_s": 0.5}, timeout_s=0.3)
+    assert not passed(results), (mode, results)

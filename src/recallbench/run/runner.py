@@ -16,7 +16,6 @@ its own copy of the sessions, and ``chars_returned`` is counted by the harness
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import shutil
 import warnings
@@ -25,15 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recallbench.chunking import with_chunks
+from recallbench.chunking import private_copy, with_chunks
 from recallbench.contracts import (
-    Chunk,
     IngestRecord,
     Memory,
     Observation,
     Question,
     Session,
-    Turn,
     sha256_text,
 )
 from recallbench.datasets.dataset import LoadedDataset
@@ -98,26 +95,6 @@ def point_images(session: Session, paths: Mapping[str, str]) -> Session:
             for t in session.turns
         ),
     )
-
-
-def private_copy(sessions: Sequence[Session]) -> list[Session]:
-    """Sessions with turn objects of their own (chunks share them as in the original), so a
-    system that mutates what it is handed cannot change what other systems, or the scorer, see.
-    """
-    out = []
-    for s in sessions:
-        fresh = {id(t): copy.copy(t) for t in s.turns}
-
-        def own(t: Turn, fresh: dict[int, Turn] = fresh) -> Turn:
-            got = fresh.get(id(t))
-            return got if got is not None else copy.copy(t)
-
-        chunks = tuple(
-            Chunk(c.chunk_id, c.session_id, c.date, tuple(own(t) for t in c.turns))
-            for c in s.chunks
-        )
-        out.append(dataclasses.replace(s, turns=tuple(own(t) for t in s.turns), chunks=chunks))
-    return out
 
 
 QUARANTINED = "instance quarantined after a timeout"

@@ -71,7 +71,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from recallbench.chunking import with_chunks
+from recallbench.chunking import private_copy, with_chunks
 from recallbench.contracts import Memory, Session, Turn
 from recallbench.systems.base import (
     Capabilities,
@@ -502,7 +502,9 @@ class _Probe:
         self.turns = 0
 
     def add(self, *sessions: Session) -> None:
-        for session in sessions:
+        # the system gets copies: one that rewrites what it is handed must not change the probe
+        # data the kit checks it (and every later system) against
+        for session in private_copy(sessions):
             where = f"add({session.session_id})"
             try:
                 self.caller.call(where, lambda session=session: self.system.add(session))
