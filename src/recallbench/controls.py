@@ -97,7 +97,11 @@ def control_observations(
 
 
 def score_control(
-    dataset: LoadedDataset, rules: RuleSet, answer: str | None, ks: Sequence[int]
+    dataset: LoadedDataset,
+    rules: RuleSet,
+    answer: str | None,
+    ks: Sequence[int],
+    intervals: bool = True,
 ) -> Control:
     """Score one control on ``dataset`` with ``rules`` at depths ``ks``: verdicts by the one
     scorer in a predictions-file context (the rule set's first answer mode, if it has any), then
@@ -105,7 +109,9 @@ def score_control(
     run_id = control_run_id(dataset, answer)
     observations = control_observations(dataset, answer, max(ks), run_id)
     mode = rules.answer_modes[0] if rules.answer_modes else None
-    _, rows = score_observations(dataset, observations, ks, rules, mode, CONTROL_SYSTEM, run_id)
+    _, rows = score_observations(
+        dataset, observations, ks, rules, mode, CONTROL_SYSTEM, run_id, intervals
+    )
     return Control(answer, control_label(answer), run_id, tuple(rows))
 
 
@@ -114,17 +120,22 @@ def floor_of(
     rules: RuleSet,
     ks: Sequence[int],
     answers: Sequence[str] = CONTROL_ANSWERS,
+    intervals: bool = True,
 ) -> Floor:
     """The floor of one dataset: a control per answer when ``rules`` declares answer figures,
-    else the one retrieval control (``answers`` are then not scored: nothing reads them)."""
+    else the one retrieval control (``answers`` are then not scored: nothing reads them).
+    ``intervals=False`` skips the bootstrap intervals (a run's summary does not show them)."""
     chosen: Sequence[str | None] = tuple(answers) if rules.answer_figures else (None,)
-    controls = tuple(score_control(dataset, rules, a, ks) for a in chosen)
+    controls = tuple(score_control(dataset, rules, a, ks, intervals) for a in chosen)
     return Floor(dataset.key, rules.name, rules.answer_figures, controls)
 
 
 def run_floors(datasets: Sequence[LoadedDataset], ks: Sequence[int]) -> dict[str, Floor]:
-    """Each dataset's floor with :data:`CONTROL_ANSWERS`, by dataset key (a run's summary)."""
-    return {ds.key: floor_of(ds, benchmark_of(ds).rules, ks) for ds in datasets}
+    """Each dataset's floor with :data:`CONTROL_ANSWERS`, by dataset key (a run's summary,
+    which shows no interval: none is computed)."""
+    return {
+        ds.key: floor_of(ds, benchmark_of(ds).rules, ks, intervals=False) for ds in datasets
+    }
 
 
 def dataset_controls(

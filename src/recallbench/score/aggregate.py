@@ -95,6 +95,7 @@ def _mean_rows(
     verdicts: Sequence[Verdict],
     weights: dict[str, float],
     weighted: set[str],
+    intervals: bool = True,
 ) -> list[MetricRow]:
     rows: list[MetricRow] = []
     keys = sorted({k for v in verdicts for k in v.metrics})
@@ -134,7 +135,7 @@ def _mean_rows(
                 len(values),
                 len(nulls),
                 rule,
-                ci=bootstrap_ci(values, label),
+                ci=bootstrap_ci(values, label) if intervals else (None, None),
             )
         )
         if metric in weighted:
@@ -279,6 +280,7 @@ def aggregate(
     *,
     timing: bool = True,
     not_asked: Mapping[str, Mapping[str, int]] | None = None,
+    intervals: bool = True,
 ) -> list[MetricRow]:
     """Metric rows of one dataset, per system: every slice's means (with ``<metric>:weighted``
     rows for ``weighted_metrics``, the rule set's), counts, rates and, unless ``timing`` is
@@ -287,7 +289,8 @@ def aggregate(
     ``not_asked`` (``{system: {slice: n}}``, an incomplete run scored with ``--incomplete``):
     every row of such a system counts its slice's unasked questions (the ``all`` count for
     timing rows) as excluded under :data:`NOT_ASKED` (:func:`mark_incomplete`), never as misses;
-    a slice none of whose questions was asked still gets its count rows."""
+    a slice none of whose questions was asked still gets its count rows. ``intervals=False``
+    leaves the bootstrap intervals out (a run's floor controls, shown without them)."""
     missing_of = not_asked or {}
     weights = {q.id: q.weight for q in dataset.questions}
     weighted = set(weighted_metrics)
@@ -297,13 +300,13 @@ def aggregate(
         base = _Base(run_id, dataset.key, dataset.version_label, dataset.checksum, system)
         mine = [v for v in verdicts if v.system == system and v.dataset == dataset.key]
         unasked = missing_of.get(system, {})
-        mine_rows = _mean_rows(base, ALL, mine, weights, weighted)
+        mine_rows = _mean_rows(base, ALL, mine, weights, weighted, intervals)
         for slice_ in slice_order:
             if slice_ == ALL:
                 continue
             part = [v for v in mine if v.slice == slice_]
             if part or unasked.get(slice_):
-                mine_rows.extend(_mean_rows(base, slice_, part, weights, weighted))
+                mine_rows.extend(_mean_rows(base, slice_, part, weights, weighted, intervals))
         obs = [o for o in observations if o.system == system and o.dataset == dataset.key]
         ing = [i for i in ingests if i.system == system and i.dataset == dataset.key]
         if timing:

@@ -386,6 +386,7 @@ def score_observations(
     mode: str | None,
     system: str,
     run_id: str,
+    intervals: bool = True,
 ) -> tuple[list[Verdict], list[MetricRow]]:
     """Verdicts and metric rows of observations made from predictions lines (no timing rows:
     a predictions file records no timing recallbench measured). Also the path of the controls."""
@@ -393,7 +394,15 @@ def score_observations(
     systems = (system,)
     verdicts, _ = score_dataset(dataset, observations, ks, systems, rules, context)
     metrics = aggregate(
-        dataset, verdicts, observations, [], systems, run_id, rules.weighted_metrics, timing=False
+        dataset,
+        verdicts,
+        observations,
+        [],
+        systems,
+        run_id,
+        rules.weighted_metrics,
+        timing=False,
+        intervals=intervals,
     )
     return verdicts, metrics
 
