@@ -227,3 +227,22 @@ def test_resume_on_something_that_is_not_a_run_folder(tmp_path: Path, what: str)
     result = CliRunner().invoke(app, ["run", "-q", "--resume", str(target)])
     assert result.exit_code == 2, result.output
     assert str(target) in result.output
+
+
+def test_resume_after_the_dataset_changed_is_one_line(tmp_path: Path) -> None:
+    from recallbench.datasets import sample
+
+    folder = tmp_path / "mydata"
+    folder.mkdir()
+    for name in ("turns.jsonl", "questions.jsonl"):
+        (folder / name).write_bytes((sample.SAMPLE_DIR / name).read_bytes())
+    code, output = _run(tmp_path, "--datasets", f"recallbench@{folder}")
+    assert code == 0, output
+    (run_dir,) = (tmp_path / "out").iterdir()
+    turns = folder / "turns.jsonl"
+    turns.write_text(turns.read_text().replace("Lisbon", "Porto").replace("a", "e", 1))
+    for args in (["run", "-q", "--resume", str(run_dir)], ["score", str(run_dir)]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 2, result.output
+        assert "files changed since the run" in result.output
+        assert "Traceback" not in result.output
