@@ -7,13 +7,10 @@ import dataclasses
 import errno
 import json
 import os
-import signal
 import sys
-import threading
 import tomllib
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -66,10 +63,6 @@ class RunInterrupted(Exception):  # noqa: N818 (what happened, not an error of t
         )
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread like Ctrl-C so a run stops the same way."""
-
-
 def _disk_full(exc: OSError, folder: Path | None) -> typer.Exit:
     where = f" writing {exc.filename}" if exc.filename else ""
     then = (
@@ -80,51 +73,27 @@ def _disk_full(exc: OSError, folder: Path | None) -> typer.Exit:
     return fail(f"the disk is full{where} ({exc.strerror or 'no space left on device'}); {then}")
 
 
-def now_stamp() -> str:
-    """The UTC time now as a run id starts (``20261130T001216Z``)."""
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-
-
-def newest_run_folder(out: Path, spec: RunSpec, since: str) -> Path | None:
-    """The folder a run of ``spec`` started at ``since`` or later created in ``out`` (the
-    newest such), or None when it has not created one yet."""
-    suffix = f"-{spec.spec_hash}"
-    try:
-        found = sorted(
-            p
-            for p in out.iterdir()
-            if p.is_dir() and p.name.endswith(suffix) and p.name[: len(since)] >= since
-        )
-    except OSError:
-        return None
-    return found[-1] if found else None
-
-
 @contextlib.contextmanager
 def interrupt_guard(folder_of: Callable[[], Path | None]) -> Iterator[None]:
-    """Around a run: SIGTERM stops it like Ctrl-C; either becomes :class:`RunInterrupted`
-    naming the folder to resume (``folder_of()``), and a full disk (``ENOSPC``) a one-line
-    error saying how to resume once space is freed."""
-    previous: Any = None
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
+    """Around a run: SIGTERM stops it like Ctrl-C (the pipeline's ``sigterm_as_exit``, which
+    also marks ``run.json`` interrupted); either becomes :class:`RunInterrupted` naming the
+    folder to resume (``folder_of()``), and a full disk (``ENOSPC``) a one-line error saying
+    how to resume once space is freed."""
+    from recallbench.pipeline import sigterm_as_exit
 
-        def on_term(signum: int, frame: Any) -> None:
-            raise _Terminated()
-
-        previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        yield
-    except KeyboardInterrupt as exc:
-        code = SIGTERM_EXIT if isinstance(exc, _Terminated) else SIGINT_EXIT
-        raise RunInterrupted(folder_of(), code) from None
+        with sigterm_as_exit():
+            yield
+    except KeyboardInterrupt:
+        raise RunInterrupted(folder_of(), SIGINT_EXIT) from None
+    except SystemExit as exc:
+        if exc.code == SIGTERM_EXIT:
+            raise RunInterrupted(folder_of(), SIGTERM_EXIT) from None
+        raise
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
             raise _disk_full(exc, folder_of()) from None
         raise
-    finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def fail(message: str, code: int = USER_ERROR_EXIT) -> typer.Exit:
@@ -233,14 +202,6 @@ ErrataOpt = Annotated[
         help="Third-party errata scored beside the official figures (LoCoMo: locomo-audit)."
     ),
 ]
-
-
-def check_errata_used(errata: str | None, loaded: Sequence[Any]) -> None:
-    """Refuse ``--errata`` when no dataset of the command takes it (it would change nothing)."""
-    if errata and not any(getattr(ds.options, "errata", None) for ds in loaded):
-        raise fail(
-            f"--errata {errata} applies to datasets that offer errata (locomo); none was given"
-        )
 
 
 def given(ctx: typer.Context, name: str) -> bool:
@@ -362,6 +323,7 @@ def run(
     """Run memory systems (beside the baselines) on datasets and score retrieval."""
     from recallbench.benchmarks import load_dataset, split_refs
     from recallbench.pipeline import (
+        check_errata_used,
         check_spec,
         check_systems,
         read_manifest,
@@ -439,10 +401,17 @@ def run(
                 system_configs=configs,
                 dataset_options=options,
             )
-            started = now_stamp()
-            guard = interrupt_guard(lambda: newest_run_folder(out, spec, started))
-            with guard, bar.progress:
-                scored = start_run(spec, data, out, bar.callbacks(), cache_dir, datasets=loaded)
+            folder: list[Path] = []  # told by start_run once the folder exists
+            with interrupt_guard(lambda: folder[0] if folder else None), bar.progress:
+                scored = start_run(
+                    spec,
+                    data,
+                    out,
+                    bar.callbacks(),
+                    cache_dir,
+                    datasets=loaded,
+                    on_folder=folder.append,
+                )
     except UserError as exc:
         raise fail(str(exc)) from None
     from recallbench.report.summary import provenance_lines, rules_lines

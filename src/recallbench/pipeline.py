@@ -20,6 +20,7 @@ import math
 import os
 import shutil
 import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -91,6 +92,7 @@ __all__ = [
     "ScoredRun",
     "applied_rules",
     "check_spec",
+    "check_errata_used",
     "check_systems",
     "load_run_datasets",
     "read_logs",
@@ -187,6 +189,10 @@ def sigterm_as_exit() -> Iterator[None]:
     lock released, and the process exits 143. The previous handler is restored on exit. For
     the command line's ``run`` (call it around :func:`start_run` / :func:`resume_run`)."""
 
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set a signal handler
+        return
+
     def _raise(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
@@ -234,17 +240,23 @@ def _declared(spec: RunSpec) -> dict[str, Any]:
     return out
 
 
-def check_images(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> None:
-    """Before any folder exists: image files must be present if a system will be handed them."""
-    if any(caps is not None and caps.accepts_images for caps in _declared(spec).values()):
+def check_images(
+    spec: RunSpec, datasets: Sequence[LoadedDataset], declared: Mapping[str, Any] | None = None
+) -> None:
+    """Before any folder exists: image files must be present if a system will be handed them.
+    ``declared``: the systems' capabilities (:func:`_declared`), when the caller has them."""
+    declared = _declared(spec) if declared is None else declared
+    if any(caps is not None and caps.accepts_images for caps in declared.values()):
         for ds in datasets:
             if ds.options.image_mode == "native":
                 image_paths(ds)  # raises naming the missing file
 
 
-def system_records(spec: RunSpec) -> list[SystemRecord]:
+def system_records(
+    spec: RunSpec, declared: Mapping[str, Any] | None = None
+) -> list[SystemRecord]:
     entries = available_systems()
-    declared = _declared(spec)
+    declared = _declared(spec) if declared is None else declared
     return [
         SystemRecord(
             name=name,
@@ -260,12 +272,23 @@ def applied_rules(datasets: Sequence[LoadedDataset]) -> dict[str, AppliedRules]:
     return {ds.key: benchmark_of(ds).applied_rules for ds in datasets}
 
 
-def new_manifest(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> RunManifest:
+def new_manifest(
+    spec: RunSpec, datasets: Sequence[LoadedDataset], declared: Mapping[str, Any] | None = None
+) -> RunManifest:
     records = []
     for ds in datasets:
         bench = benchmark_of(ds)
         records.append(DatasetRecord.of(ds, bench.rules.name, bench.applied_rules))
-    return RunManifest.new(spec, records, system_records(spec))
+    return RunManifest.new(spec, records, system_records(spec, declared))
+
+
+def check_errata_used(errata: str | None, datasets: Sequence[LoadedDataset]) -> None:
+    """Refuse ``--errata`` when no dataset of the command takes it (it would change nothing)."""
+    if errata and not any(getattr(ds.options, "errata", None) for ds in datasets):
+        raise OptionError(
+            f"--errata {errata} applies to datasets that offer errata (locomo); none was given "
+            f"({', '.join(ds.key for ds in datasets)})"
+        )
 
 
 def _finish(run_dir: Path, manifest: RunManifest, runner: Runner) -> None:
@@ -291,6 +314,27 @@ def _score_and_complete(
     return scored
 
 
+def _execute(
+    run_dir: Path,
+    data_dir: Path,
+    manifest: RunManifest,
+    loaded: Sequence[LoadedDataset],
+    progress: Progress | None,
+    cache_dir: Path | None,
+) -> ScoredRun:
+    """Run the systems, finish the manifest and score; ``run.json`` says ``interrupted`` if
+    Ctrl-C (or SIGTERM under :func:`sigterm_as_exit`) stops it. The caller holds the lock."""
+
+    def work() -> ScoredRun:
+        cache = cache_dir or default_cache_dir()
+        runner = Runner(manifest.spec, loaded, run_dir, manifest.run_id, progress, cache)
+        runner.execute()
+        _finish(run_dir, manifest, runner)
+        return _score_and_complete(run_dir, data_dir, manifest, loaded)
+
+    return _interruptible(run_dir, manifest, work)
+
+
 def start_run(
     spec: RunSpec,
     data_dir: Path,
@@ -299,29 +343,27 @@ def start_run(
     cache_dir: Path | None = None,
     datasets: Sequence[LoadedDataset] | None = None,
     extra_manifest: Mapping[str, Any] | None = None,
+    on_folder: Callable[[Path], None] | None = None,
 ) -> ScoredRun:
     """Check everything, create the run's folder (``<UTC start>-<spec hash>``, suffixed ``-2``,
-    ``-3``, ... if taken), run every system and score, holding the folder's lock throughout."""
+    ``-3``, ... if taken), run every system and score, holding the folder's lock throughout.
+    ``on_folder`` is told the folder as soon as it exists (the command line names it when a
+    run is interrupted)."""
     check_spec(spec)
     check_systems(spec.systems, spec.system_configs)
     check_unique_datasets(spec.datasets, [])
     loaded = list(datasets) if datasets is not None else load_datasets(spec, data_dir)
     check_unique_datasets(spec.datasets, loaded)
-    check_images(spec, loaded)
-    manifest = new_manifest(spec, loaded)
+    declared = _declared(spec)
+    check_images(spec, loaded, declared)
+    manifest = new_manifest(spec, loaded, declared)
     manifest.extra.update(extra_manifest or {})
     run_dir = _new_run_dir(out_dir, manifest)
+    if on_folder is not None:
+        on_folder(run_dir)
     with store.lock_folder(run_dir):
         write_manifest(run_dir, manifest)
-
-        def work() -> ScoredRun:
-            cache = cache_dir or default_cache_dir()
-            runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
-            runner.execute()
-            _finish(run_dir, manifest, runner)
-            return _score_and_complete(run_dir, data_dir, manifest, loaded)
-
-        return _interruptible(run_dir, manifest, work)
+        return _execute(run_dir, data_dir, manifest, loaded, progress, cache_dir)
 
 
 def resume_run(
@@ -340,15 +382,7 @@ def resume_run(
         manifest.resumed_at.append(now_rfc3339())
         manifest.status = "running"
         write_manifest(run_dir, manifest)
-
-        def work() -> ScoredRun:
-            cache = cache_dir or default_cache_dir()
-            runner = Runner(spec, loaded, run_dir, manifest.run_id, progress, cache)
-            runner.execute()
-            _finish(run_dir, manifest, runner)
-            return _score_and_complete(run_dir, data_dir, manifest, loaded)
-
-        return _interruptible(run_dir, manifest, work)
+        return _execute(run_dir, data_dir, manifest, loaded, progress, cache_dir)
 
 
 def repair_run(run_dir: Path) -> int:
@@ -600,11 +634,7 @@ def score_file(
     bench = get_benchmark(parse_dataset_ref(ref)[0])
     bench.rules.check_mode(mode)
     ds = load_dataset(ref, data_dir, opts, predictions=True)
-    if opts.get("errata") and not getattr(ds.options, "errata", None):
-        raise OptionError(
-            f"--errata {opts['errata']} applies to datasets that offer errata (locomo); "
-            f"{ds.key} does not"
-        )
+    check_errata_used(opts.get("errata"), [ds])
     depths = tuple(ks) if ks else tuple(ds.default_k)
     result = score_predictions(
         path,

@@ -34,7 +34,6 @@ from recallbench.score.metrics import MetricCatalogue
 
 ENTRY_POINT_GROUP = "recallbench.benchmarks"
 FOLDER_FORMAT = "recallbench"
-NATIVE = FOLDER_FORMAT
 
 SAMPLE = Benchmark(spec=sample.SPEC)
 FOLDER = Benchmark(spec=dataclasses.replace(sample.SPEC, name=FOLDER_FORMAT, version="local"))

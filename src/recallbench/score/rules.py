@@ -116,5 +116,3 @@ class RuleSet:
             "null_reasons": to_json_dict(verdict.null_reasons),
         }
 
-
-RetrievalOnly = RuleSet
