@@ -39,13 +39,19 @@ class InvalidResultError(ValueError):
         self.problem = problem
 
 
-def _utf8(value: str, where: str) -> None:
+def lone_surrogate_at(text: str) -> int | None:
+    """Index of the first lone surrogate in ``text`` (which UTF-8 cannot encode), or None."""
     try:
-        value.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise InvalidResultError(
-            where, f"not valid UTF-8 text (character {exc.start}: {value[exc.start]!r})"
-        ) from None
+        return exc.start
+    return None
+
+
+def _utf8(value: str, where: str) -> None:
+    at = lone_surrogate_at(value)
+    if at is not None:
+        raise InvalidResultError(where, f"not valid UTF-8 text (character {at}: {value[at]!r})")
 
 
 def _string(value: Any, where: str) -> str:

@@ -80,6 +80,7 @@ from recallbench.systems.base import (
     close_system,
     declared_hooks,
 )
+from recallbench.systems.boundary import lone_surrogate_at
 from recallbench.systems.registry import (
     SystemUnavailableError,
     UnknownSystemError,
@@ -416,15 +417,6 @@ def _type_name(value: object) -> str:
     return cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _lone_surrogate(text: str) -> int | None:
-    """Index of the first lone surrogate in ``text`` (which UTF-8 cannot encode), or None."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return exc.start
-    return None
-
-
 def _validate(where: str, result: object) -> list[Memory]:
     """``result`` if it is a well-typed search result, else ``_Failed`` naming the field."""
     if not isinstance(result, list):
@@ -437,7 +429,7 @@ def _validate(where: str, result: object) -> list[Memory]:
             value = getattr(m, name)
             if not isinstance(value, str):
                 raise _Failed(f"{label} whose {name} is {_type_name(value)}, expected str")
-            at = _lone_surrogate(value)
+            at = lone_surrogate_at(value)
             if at is not None:
                 raise _Failed(
                     f"{label} whose {name} contains a lone surrogate at index {at} "
