@@ -204,6 +204,17 @@ ErrataOpt = Annotated[
 ]
 
 
+def dataset_options(**values: Any) -> dict[str, Any]:
+    """A command's dataset options (``RunSpec.dataset_options``): the values given, unset ones
+    left out."""
+    return {name: value for name, value in values.items() if value}
+
+
+def dataset_ref(dataset: str, tier: str | None) -> str:
+    """``--dataset`` and ``--tier`` as one reference (``name:tier``)."""
+    return f"{dataset}:{tier}" if tier else dataset
+
+
 def given(ctx: typer.Context, name: str) -> bool:
     """Whether the user gave option ``name`` on the command line (not its default)."""
     source = ctx.get_parameter_source(name)
@@ -361,13 +372,12 @@ def run(
         else:
             if chunking not in CHUNKINGS:
                 raise fail(f"--chunking must be one of {', '.join(CHUNKINGS)}, got {chunking!r}")
-            options: dict[str, Any] = {"image_mode": image_mode}
-            if questions:
-                options["questions"] = questions
-            if caption_model:
-                options["caption_model"] = caption_model
-            if errata:
-                options["errata"] = errata
+            options = dataset_options(
+                image_mode=image_mode,
+                questions=questions,
+                caption_model=caption_model,
+                errata=errata,
+            )
             chosen = system_list(systems, no_baselines)
             ks = parse_ks(k) if k else None
             check_spec(
@@ -551,10 +561,8 @@ def score(
         )
     if out is not None and out.is_dir():
         raise fail(f"--out {out} is a folder: give a file for the per-question lines")
-    ref = f"{dataset}:{tier}" if tier else dataset
-    options: dict[str, Any] = {"questions": questions} if questions else {}
-    if errata:
-        options["errata"] = errata
+    ref = dataset_ref(dataset, tier)
+    options = dataset_options(questions=questions, errata=errata)
     ks = parse_ks(k) if k else None
     score_file(
         target, ref, options, mode, ks, out, results_dir, data, quiet,
@@ -631,8 +639,8 @@ def controls_cmd(
     from recallbench.results import store
 
     data = resolve_data_dir(data_dir)
-    ref = f"{dataset}:{tier}" if tier else dataset
-    options: dict[str, Any] = {"questions": questions} if questions else {}
+    ref = dataset_ref(dataset, tier)
+    options = dataset_options(questions=questions)
     try:
         ds, floor = dataset_controls(ref, data, options, answer or ())
     except UserError as exc:
