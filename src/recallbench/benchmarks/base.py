@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from recallbench.contracts import AppliedRules, RulesSource
 from recallbench.datasets.dataset import DatasetOptions, DatasetSpec
+from recallbench.instruments.protocol import AnswerInstrument, InstrumentOptions
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.score.metrics import MetricInfo, MetricKey
 from recallbench.score.predictions import RECALLBENCH_FORMAT, PredictionFormat
@@ -27,6 +29,8 @@ class Benchmark:
     scoring differs from it, one sentence each: every run and score names both.
     ``prediction_formats`` are the benchmark's own predictions-file shapes, accepted by
     ``recallbench score FILE`` beside recallbench's (:attr:`accepted_formats`).
+    ``answering`` builds the benchmark's answer/judge instrument for the operator's choices
+    (None: recallbench's own labelled prompts, ``recallbench prompts v1``, are the only ones).
     """
 
     spec: DatasetSpec
@@ -39,6 +43,7 @@ class Benchmark:
     rules_source: RulesSource | None = None
     deviations: tuple[str, ...] = ()
     prediction_formats: tuple[PredictionFormat, ...] = ()
+    answering: Callable[[InstrumentOptions], AnswerInstrument] | None = None
 
     @property
     def name(self) -> str:
