@@ -170,6 +170,10 @@ class AnswerInstrument:
     """Named reader presets (LongMemEval's prompt templates); the first is the default."""
     reader_is_judge: ClassVar[bool] = False
     """True when the benchmark's own protocol uses one model to read and to judge."""
+    judge_metrics: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """The metrics :meth:`judge` returns, by mode (``{"memory": ("gh_memory",), ...}``)."""
+    weighted_metrics: ClassVar[tuple[str, ...]] = ()
+    """Judge metrics also reported weighted by ``Question.weight`` (``<metric>:weighted``)."""
 
     @property
     def reader(self) -> ModelPin | None:
