@@ -345,6 +345,7 @@ def run_step(
     assert a is not None
     for item in planned:
         reader_call = None if item.reader is None or judge_only else make_call(item.reader)
+        # re-judging: the answers were written; no reader call is made
         judge_call = make_call(item.judge)
         empty_tokens, _ = (
             empty_prompt_tokens(item.instrument, reader_call) if reader_call else (None, None)
@@ -370,3 +371,146 @@ def with_judge(spec: RunSpec, judge: ModelChoice) -> RunSpec:
     return dataclasses.replace(spec, answering=dataclasses.replace(spec.answering, judge=judge))
 
 
+
+
+# ------------------------------------------------------------------------- judge check
+
+JUDGE_CHECKS = "judge-checks"
+
+
+def judge_check_key(ds: LoadedDataset, inst: AnswerInstrument, mode: str, judge: str) -> str:
+    """The stored judge check's name: dataset bytes, instrument, mode and judge."""
+    from recallbench.contracts import canonical_json, sha256_text
+
+    material = {"dataset": ds.key, "checksum": ds.checksum, "instrument": inst.name,
+                "files": [f.sha256 for f in inst.files()], "mode": mode, "judge": judge}
+    return sha256_text(canonical_json(material))[:16]
+
+
+@dataclass(frozen=True)
+class JudgeCheck:
+    """A judge's accuracy on cases whose right verdict the benchmark's own rules give."""
+
+    dataset: str
+    instrument: str
+    mode: str
+    judge: str
+    by_type: dict[str, dict[str, int]]
+    cases: list[dict[str, Any]]
+
+    @property
+    def judged(self) -> int:
+        return sum(t["judged"] for t in self.by_type.values())
+
+    @property
+    def correct(self) -> int:
+        return sum(t["correct"] for t in self.by_type.values())
+
+    def summary(self) -> str:
+        acc = self.correct / self.judged if self.judged else None
+        shown = "n/a" if acc is None else f"{acc:.3f}"
+        unparsed = sum(t["unparsed"] for t in self.by_type.values())
+        errors = sum(t["errors"] for t in self.by_type.values())
+        parts = ", ".join(
+            f"{name} {t['correct']}/{t['judged']}" for name, t in sorted(self.by_type.items())
+        )
+        return (
+            f"{self.judge} on {self.dataset} ({self.instrument}, {self.mode} mode): accuracy "
+            f"{shown} ({self.correct}/{self.judged} known-verdict cases; {unparsed} unparsed, "
+            f"{errors} judge errors excluded); {parts}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "instrument": self.instrument, "mode": self.mode,
+                "judge": self.judge, "by_type": self.by_type, "summary": self.summary(),
+                "cases": self.cases}
+
+
+def judge_check(
+    ds: LoadedDataset,
+    spec: AnsweringSpec,
+    cache_dir: Path,
+    make_call: CallFactory,
+    *,
+    per_type: int | None = None,
+    seed: int = 0,
+    progress: Callable[[int, int], None] | None = None,
+) -> JudgeCheck:
+    """Run the judge on the instrument's known-verdict cases (``judge_cases``) and count, per
+    case type, how often its official value equals the expected one. ``per_type`` keeps the
+    first N cases of each type (deterministic). Judge errors are counted, not scored."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from recallbench.instruments.protocol import AnswerContext, Retrieved
+
+    inst = instrument_for(ds, spec, cache_dir, seed)
+    judge = resolve_role("judge", spec.judge, inst.judge_pin, spec.llm_concurrency, ds.key)
+    cases = inst.judge_cases(ds.questions, spec.mode)
+    if per_type is not None:
+        kept: dict[str, int] = {}
+        chosen = []
+        for c in cases:
+            if kept.get(c.case_type, 0) < per_type:
+                kept[c.case_type] = kept.get(c.case_type, 0) + 1
+                chosen.append(c)
+        cases = chosen
+    if not cases:
+        raise OptionError(f"{inst.name} builds no judge-check cases for {ds.key} "
+                          f"in {spec.mode} mode")
+    call = make_call(judge)
+    done = [0]
+
+    def one(case: Any) -> dict[str, Any]:
+        memories = (Retrieved(case.answer),) if spec.mode == "memory" else ()
+        ctx = AnswerContext(case.question, memories, "system", seed, 0)
+        results = inst.judge(ctx, spec.mode, case.answer, call)
+        r = next((x for x in results if x.metric == case.metric), None)
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], len(cases))
+        return {
+            "case_type": case.case_type,
+            "question_id": case.question.id,
+            "slice": case.question.axis,
+            "answer": case.answer,
+            "expected": case.expected,
+            "value": None if r is None else r.value,
+            "unparsed": bool(r and r.unparsed),
+            "error": None if r is None else (r.error or r.null_reason),
+            "reply": None if r is None else r.reply,
+        }
+
+    with ThreadPoolExecutor(spec.llm_concurrency) as pool:
+        lines = list(pool.map(one, cases))
+    by_type: dict[str, dict[str, int]] = {}
+    for line in lines:
+        t = by_type.setdefault(line["case_type"],
+                               {"cases": 0, "judged": 0, "correct": 0, "unparsed": 0,
+                                "errors": 0})
+        t["cases"] += 1
+        if line["value"] is None:
+            t["errors"] += 1
+            continue
+        t["judged"] += 1
+        t["unparsed"] += int(line["unparsed"])
+        t["correct"] += int(abs(line["value"] - line["expected"]) < 1e-9)
+    return JudgeCheck(ds.key, inst.name, spec.mode, judge.label, by_type, lines)
+
+
+def store_judge_check(check: JudgeCheck, key: str, cache_dir: Path) -> Path:
+    from recallbench.results import store
+
+    path = cache_dir / JUDGE_CHECKS / f"{key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store.write_json(path, check.to_dict())
+    return path
+
+
+def stored_judge_check(key: str, cache_dir: Path) -> str | None:
+    """The summary of a stored judge check, or None."""
+    import json
+
+    path = cache_dir / JUDGE_CHECKS / f"{key}.json"
+    if not path.exists():
+        return None
+    return str(json.loads(path.read_text(encoding="utf-8")).get("summary"))

@@ -653,16 +653,43 @@ def score(
             "they are excluded under the rule not_asked and every row says incomplete.",
         ),
     ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="Re-judge a memory- or answer-mode run with this judge (no system or "
+                     "reader is called), or judge a predictions file's answers."),
+    ] = None,
+    judge_url: UrlOpt = None,
+    judge_key_env: KeyEnvOpt = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Shared cache; default $RECALLBENCH_CACHE or a user cache.")
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")
+    ] = False,
+    prices: Annotated[
+        Path | None, typer.Option(help="Price table (TOML or JSON) for the judge's cost.")
+    ] = None,
 ) -> None:
-    """Re-score a run from disk without calling any system, or score a predictions file."""
-    from recallbench.pipeline import score_run, tables
+    """Re-score a run from disk without calling any system, re-judge it with another judge, or
+    score a predictions file."""
+    from recallbench.pipeline import LLMOptions, rejudge_run, score_run, tables
     from recallbench.report.summary import rules_lines
 
     data = resolve_data_dir(data_dir)
+    if (judge_url or judge_key_env) and judge is None:
+        raise fail("--judge-url and --judge-key-env need --judge MODEL")
     if target.is_dir():
         check_score_dir_flags(ctx, target, k)
         try:
-            scored = score_run(target, data, incomplete=incomplete)
+            if judge is not None:
+                choice = ModelChoice(judge, judge_url.rstrip("/") if judge_url else None,
+                                     judge_key_env)
+                bar = _Bar(enabled=not quiet)
+                with bar.progress:
+                    scored = rejudge_run(target, data, choice, bar.callbacks(), cache_dir,
+                                         LLMOptions(use_cache=not no_cache, prices=prices))
+            else:
+                scored = score_run(target, data, incomplete=incomplete)
         except UserError as exc:
             raise fail(str(exc)) from None
         for key, miss in scored.missing.items():
@@ -745,6 +772,76 @@ def score_file(
     for line in [*header, *rules_lines(done.scored)]:
         console.print(line, highlight=False, markup=False)
     console.print(f"verdicts, metrics and summary: {done.folder}", highlight=False, markup=False)
+
+
+@app.command("judge-check")
+def judge_check_cmd(
+    dataset: Annotated[str, typer.Option(help="Dataset (name, name:variant or name@PATH).")],
+    judge: JudgeOpt = None,
+    judge_url: UrlOpt = None,
+    judge_key_env: KeyEnvOpt = None,
+    tier: Annotated[str | None, typer.Option(help="Variant (tier) of the dataset.")] = None,
+    questions: Annotated[str | None, typer.Option(help="Question set of the dataset.")] = None,
+    mode: Annotated[str, typer.Option(help="memory | answer: the judge prompt checked.")] = (
+        "answer"
+    ),
+    prompts: Annotated[str, typer.Option(help="official | recallbench-v1.")] = "official",
+    judge_variant: Annotated[str | None, typer.Option(help="Judge variant (mem0-j).")] = None,
+    per_type: Annotated[
+        int | None, typer.Option(help="Keep the first N cases of each case type.", min=1)
+    ] = None,
+    llm_concurrency: Annotated[int, typer.Option(help="Judge calls in flight.", min=1)] = 8,
+    cache_dir: Annotated[Path | None, typer.Option(help="Shared cache.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    out: Annotated[Path | None, typer.Option(help="Also write the result (JSON) here.")] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """How well a judge grades cases whose right verdict the benchmark's own rules give (the
+    gold verbatim, an accepted alternative, a plausible wrong answer, "I don't know" on each
+    axis, ...): accuracy per case type. Stored, and shown on the card of every run that uses
+    that judge on that dataset."""
+    from recallbench import answers
+    from recallbench.benchmarks import load_dataset
+    from recallbench.pipeline import default_cache_dir, progress_ticker
+    from recallbench.results import store
+
+    data = resolve_data_dir(data_dir)
+    spec = answering_spec(mode, None, None, None, judge, judge_url, judge_key_env, None,
+                          prompts, None, judge_variant, False, llm_concurrency)
+    assert spec is not None
+    if mode not in ("memory", "answer"):
+        raise fail(f"--mode must be memory or answer, got {mode!r}")
+    cache = cache_dir or default_cache_dir()
+    bar = _Bar(enabled=True)
+    try:
+        ds = load_dataset(dataset_ref(dataset, tier), data, dataset_options(questions=questions))
+        with bar.progress:
+            tick = progress_ticker(bar.callbacks(), f"judge-check {ds.key}")
+            check = answers.judge_check(
+                ds, spec, cache, answers.call_factory(cache, not no_cache), progress=tick
+            )
+        inst = answers.instrument_for(ds, spec, cache, 0)
+        key = answers.judge_check_key(ds, inst, mode, check.judge)
+        path = answers.store_judge_check(check, key, cache)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    rows = []
+    for name, t in sorted(check.by_type.items()):
+        acc = f"{t['correct'] / t['judged']:.3f}" if t["judged"] else "n/a"
+        rows.append((name, str(t["cases"]), acc, str(t["unparsed"]), str(t["errors"])))
+    print_table(
+        Table(
+            f"judge check: {check.judge} on {ds.key} ({check.instrument}, {mode} mode)",
+            ("case type", "cases", "accuracy", "unparsed", "judge errors"),
+            tuple(rows),
+            "accuracy over cases judged (judge errors excluded); expected verdicts from the "
+            "benchmark's own scoring rules",
+        )
+    )
+    console.print(check.summary(), highlight=False, markup=False)
+    if out is not None:
+        store.write_json(out, check.to_dict())
+    console.print(f"stored: {path}", highlight=False, markup=False)
 
 
 @app.command("controls")

@@ -73,7 +73,7 @@ from recallbench.score.predictions import (
 )
 from recallbench.score.rules import ScoringContext
 from recallbench.score.scorer import Answering, score_dataset
-from recallbench.spec import RunSpec
+from recallbench.spec import ModelChoice, RunSpec
 from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
 
@@ -175,7 +175,7 @@ def check_mode_datasets(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> Non
 
 
 def answering_record(
-    spec: RunSpec, planned: Sequence[answers.DatasetAnswering]
+    spec: RunSpec, planned: Sequence[answers.DatasetAnswering], cache_dir: Path | None = None
 ) -> dict[str, Any]:
     """``run.json``'s ``answering``: per dataset its instrument, roles, pins and labels, and
     the judge whose judgements are scored (``judge``) among those recorded (``judges``)."""
@@ -186,6 +186,13 @@ def answering_record(
         rec["weighted_metrics"] = list(item.instrument.weighted_metrics)
         rec["metrics"] = list(item.instrument.judge_metrics.get(spec.answering.mode, ()))
         rec["judge_label"] = item.judge.label
+        if cache_dir is not None:
+            key = answers.judge_check_key(item.dataset, item.instrument, spec.answering.mode,
+                                          item.judge.label)
+            rec["judge_check"] = answers.stored_judge_check(key, cache_dir) or (
+                f"not measured: run `recallbench judge-check --judge {item.judge.choice.model} "
+                f"--dataset {item.dataset.key}`"
+            )
         datasets[item.dataset.key] = rec
     judges = sorted({item.judge.label for item in planned})
     return {"mode": spec.answering.mode, "datasets": datasets, "judges": judges}
@@ -355,7 +362,7 @@ class LLMOptions:
     call_factory: answers.CallFactory | None = None
 
 
-def _ticker(progress: Progress | None, description: str) -> Callable[[int, int], None]:
+def progress_ticker(progress: Progress | None, description: str) -> Callable[[int, int], None]:
     """A ``(done, total)`` callback drawing one progress task (started on the first tick)."""
     started = False
 
@@ -392,7 +399,7 @@ def _answer_step(
     make_call = llm.call_factory or answers.call_factory(cache, llm.use_cache, llm.prices)
     for item in planned:
         answers.run_step(run_dir, manifest.run_id, spec, [item], observations, make_call,
-                         progress=_ticker(progress, f"{spec.mode} {item.dataset.key}"))
+                         progress=progress_ticker(progress, f"{spec.mode} {item.dataset.key}"))
 
 
 def _execute(
@@ -445,7 +452,7 @@ def start_run(
     manifest = new_manifest(spec, loaded, declared)
     if spec.answering is not None and spec.mode in answers.LLM_MODES:
         planned = answers.plan(spec, loaded, cache_dir or default_cache_dir())
-        manifest.answering = answering_record(spec, planned)
+        manifest.answering = answering_record(spec, planned, cache_dir or default_cache_dir())
     manifest.extra.update(extra_manifest or {})
     run_dir = _new_run_dir(out_dir, manifest)
     if on_folder is not None:
@@ -476,6 +483,48 @@ def resume_run(
         manifest.status = "running"
         write_manifest(run_dir, manifest)
         return _execute(run_dir, data_dir, manifest, loaded, progress, cache_dir, llm)
+
+
+def rejudge_run(
+    run_dir: Path,
+    data_dir: Path,
+    judge: ModelChoice,
+    progress: Progress | None = None,
+    cache_dir: Path | None = None,
+    llm: LLMOptions | None = None,
+) -> ScoredRun:
+    """Judge a finished memory- or answer-mode run again with another judge, without calling
+    any system or the reader: the new judgements join ``judgements.jsonl`` (keyed by judge, so
+    the old ones stay), ``run.json`` names the judge now scored, and the run is re-scored. The
+    run's spec (and so its id) is unchanged. Holds the folder's lock."""
+    read_manifest(run_dir)
+    with store.lock_folder(run_dir):
+        manifest = read_manifest(run_dir)
+        spec = manifest.spec
+        if spec.answering is None or spec.mode not in answers.LLM_MODES:
+            raise OptionError(
+                f"--judge: {run_dir} is a {spec.mode} run; only memory- and answer-mode runs "
+                "have judgements to redo"
+            )
+        loaded = load_run_datasets(manifest, data_dir)
+        cache = cache_dir or default_cache_dir()
+        judged = answers.with_judge(spec, judge)
+        planned = answers.plan(judged, loaded, cache)
+        options = llm or LLMOptions()
+        make_call = options.call_factory or answers.call_factory(
+            cache, options.use_cache, options.prices
+        )
+        observations = store.read_observations(run_dir)
+        for item in planned:
+            answers.run_step(
+                run_dir, manifest.run_id, judged, [item], observations, make_call,
+                judge_only=True, progress=progress_ticker(progress, f"judge {item.dataset.key}"),
+            )
+        record = answering_record(judged, planned, cache)
+        record["judges"] = sorted({*manifest.answering.get("judges", ()), *record["judges"]})
+        manifest.answering = record
+        write_manifest(run_dir, manifest)
+        return _score_run(run_dir, data_dir, loaded)
 
 
 def repair_run(run_dir: Path) -> int:

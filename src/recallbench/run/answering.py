@@ -328,6 +328,9 @@ class AnsweringStep:
             missed = obs.outcome == "error"
             if self.mode == "answer":
                 record = answers.get(key)
+                if record is None and self.roles.reader_call is None:
+                    self._tick(total)  # re-judging only: a question without an answer waits
+                    return
                 if record is None:
                     assert self.roles.reader_call is not None
                     result = None if missed else inst.answer(ctx, self.roles.reader_call)
