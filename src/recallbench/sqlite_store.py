@@ -46,9 +46,7 @@ def open_database(path: Path, schema: Sequence[str] = ()) -> sqlite3.Connection:
     usable from any thread, then run each ``CREATE ... IF NOT EXISTS`` statement of ``schema``.
     The setup is retried as :func:`retry_locked` says."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(
-        path, timeout=LOCK_WAIT_S, check_same_thread=False, isolation_level=None
-    )
+    conn = sqlite3.connect(path, timeout=LOCK_WAIT_S, check_same_thread=False, isolation_level=None)
 
     def setup() -> None:
         # Switching to WAL needs a moment alone with the file; when two processes open a new
