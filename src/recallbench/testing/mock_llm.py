@@ -413,6 +413,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps({"object": "list", "data": data}).encode())
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
+        mock = self.server.mock
+        with mock._lock:
+            mock.in_flight += 1
+            mock.max_in_flight = max(mock.max_in_flight, mock.in_flight)
+        try:
+            self._post()
+        finally:
+            with mock._lock:
+                mock.in_flight -= 1
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if self.path.rstrip("/") != "/v1/chat/completions":
@@ -508,6 +519,9 @@ class MockLLMServer:
         self.calls_by_prompt: Counter[str] = Counter()
         self.requests: list[dict[str, Any]] = []
         self.authorization_seen: set[str] = set()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """The most chat calls the server was handling at once."""
 
     def __repr__(self) -> str:
         return f"MockLLMServer(base_url={self.base_url if self._server else None!r})"
@@ -530,6 +544,7 @@ class MockLLMServer:
             self.calls_by_prompt.clear()
             self.requests.clear()
             self.authorization_seen.clear()
+            self.max_in_flight = self.in_flight
 
     @property
     def port(self) -> int:
