@@ -131,6 +131,7 @@ def test_cache_answers_the_same_call_and_only_successes(server: MockLLMServer, t
     assert again.cached and again.attempts == () and server.calls == 1
     assert again.text == first.text and again.purpose == "reader:again"
     assert again.billed_usd == 0.0  # nothing billed for a cache hit
+    assert again.latency_ms is not None and again.latency_ms < first.latency_ms  # the lookup's
     other_sample = client.complete(request, sample=1)
     assert not other_sample.cached and server.calls == 2
 

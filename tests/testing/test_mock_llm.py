@@ -535,3 +535,35 @@ def test_completion_records_name_the_provider(server: MockLLMServer):
     client = ChatClient(Endpoint(server.base_url, JUDGE), policy=RetryPolicy(tries=1))
     done: Completion = client.complete(ChatRequest.user("x"))
     assert done.provider == "mock" and done.text == UNRECOGNISED
+
+
+def test_stats_endpoint_and_bounded_request_log():
+    with MockLLMServer(keep_requests=2) as s:
+        for i in range(3):
+            ask(s, READER, user(f"q{i}"))
+        with urllib.request.urlopen(s.base_url + "/mock/stats", timeout=10) as r:
+            stats = json.load(r)
+        assert stats == s.stats()
+        assert stats["calls"] == 3 and stats["calls_by_model"] == {READER: 3}
+        assert stats["calls_by_prompt"][ChatRequest.user("q2").prompt_sha256] == 1
+        assert [r["messages"][0]["content"] for r in s.requests] == ["q1", "q2"]
+
+
+def test_served_from_a_shell():
+    import subprocess
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "recallbench.testing.mock_llm", "--port", "0"],
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url)
+        with urllib.request.urlopen(url + "/models", timeout=10) as r:
+            assert r.status == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -33,7 +33,6 @@ _STORED = (
     "completion_tokens",
     "provider",
     "response_model",
-    "latency_ms",
 )
 
 
@@ -80,7 +79,7 @@ class ResponseCache:
 
     def get(self, key: str, purpose: str = "") -> Completion | None:
         """The stored completion for ``key`` (``cached=True``, ``attempts=()``, ``purpose`` as
-        given), or None."""
+        given, ``latency_ms`` None: the caller times its own lookup), or None."""
         with self._lock:
             row = retry_locked(
                 lambda: self._conn.execute(
@@ -104,7 +103,6 @@ class ResponseCache:
             response_model=stored.get("response_model"),
             cached=True,
             attempts=(),
-            latency_ms=stored.get("latency_ms"),
         )
 
     def put(self, completion: Completion) -> bool:

@@ -16,8 +16,8 @@ never raises for a failed call. A successful reply is parsed for ``choices[0].me
 (kept exactly as returned, not stripped), ``finish_reason``, ``usage.prompt_tokens`` and
 ``usage.completion_tokens`` (None when the API gave none: never estimated), and the reply's
 ``provider`` and ``model``; it is stored in the response cache, which answers the same call
-next time (``cached=True``, no attempts, ``billed_usd`` 0 when the model has a price: nothing
-was billed).
+next time (``cached=True``, no attempts, ``latency_ms`` the lookup's, ``billed_usd`` 0 when
+the model has a price: nothing was billed).
 """
 
 from __future__ import annotations
@@ -174,6 +174,7 @@ class ChatClient:
         """Make (or answer from the cache) one call; never raises for a failed call."""
         key = cache_key(self.endpoint, request, sample)
         if self.cache is not None:
+            looked_up = time.perf_counter()
             try:
                 hit = self.cache.get(key, request.purpose)
             except Exception as exc:  # a broken cache costs calls, never the run
@@ -181,7 +182,8 @@ class ChatClient:
                 hit = None
             if hit is not None:
                 billed = self._billed(hit.model, 0, 0) if hit.ok else None
-                return _with(hit, billed_usd=billed)
+                lookup_ms = (time.perf_counter() - looked_up) * 1000.0
+                return _with(hit, billed_usd=billed, latency_ms=lookup_ms)
         body = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
         key_value = self._api_key()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}

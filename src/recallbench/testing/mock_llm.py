@@ -43,7 +43,8 @@ Faults (:class:`Fault`, given to the server): every N-th call, or a seeded fract
 JSON, or JSON with no ``choices``), with empty content, or ``429`` with ``Retry-After``.
 ``delay_s`` is slept before every reply. :attr:`MockLLMServer.calls_by_model` and
 :attr:`MockLLMServer.calls_by_prompt` (keyed by the SHA-256 that ``ChatRequest.prompt_sha256``
-gives) count what was received, faults included.
+gives) count what was received, faults included; ``GET /v1/mock/stats`` serves them as JSON.
+``python -m recallbench.testing.mock_llm --port P --delay S`` serves it from a shell.
 """
 
 from __future__ import annotations
@@ -406,6 +407,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps({"error": {"message": message}}).encode(), headers)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
+        if self.path.rstrip("/") == "/v1/mock/stats":
+            self._send(200, json.dumps(self.server.mock.stats()).encode())
+            return
         if self.path.rstrip("/") != "/v1/models":
             self._error(404, f"no such path {self.path}")
             return
@@ -497,7 +501,8 @@ class _Server(ThreadingHTTPServer):
 class MockLLMServer:
     """The mock endpoint (see the module doc). ``start()`` / ``stop()`` or ``with``;
     :attr:`base_url` ends in ``/v1``. ``api_key``: when set, a call without ``Authorization:
-    Bearer <api_key>`` gets 401. ``requests`` keeps every request body received, in order."""
+    Bearer <api_key>`` gets 401. ``requests`` keeps the request bodies received, in order
+    (the last ``keep_requests`` of them)."""
 
     def __init__(
         self,
@@ -506,8 +511,10 @@ class MockLLMServer:
         faults: Sequence[Fault] = (),
         api_key: str | None = None,
         port: int = 0,
+        keep_requests: int = 10_000,
     ) -> None:
         self.delay_s = delay_s
+        self.keep_requests = keep_requests
         self.faults = tuple(faults)
         self.api_key = api_key
         self._port = port
@@ -533,9 +540,22 @@ class MockLLMServer:
             self.calls_by_model[str(body.get("model"))] += 1
             self.calls_by_prompt[key] += 1
             self.requests.append(body)
+            if len(self.requests) > self.keep_requests:
+                del self.requests[: len(self.requests) - self.keep_requests]
             if authorization:
                 self.authorization_seen.add(authorization)
             return self.calls
+
+    def stats(self) -> dict[str, Any]:
+        """The counters as JSON-ready data (also served at ``GET /v1/mock/stats``, for a test
+        whose client runs in another process)."""
+        with self._lock:
+            return {
+                "calls": self.calls,
+                "calls_by_model": dict(sorted(self.calls_by_model.items())),
+                "calls_by_prompt": dict(sorted(self.calls_by_prompt.items())),
+                "max_in_flight": self.max_in_flight,
+            }
 
     def reset_counters(self) -> None:
         with self._lock:
@@ -599,3 +619,28 @@ def ensure_mock_server() -> MockLLMServer:
             _SHARED = MockLLMServer().start()
             atexit.register(_SHARED.stop)
         return _SHARED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m recallbench.testing.mock_llm [--port P] [--delay S]``: serve until
+    interrupted, printing the base URL."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description="recallbench's mock OpenAI-compatible server")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--delay", type=float, default=0.0)
+    args = parser.parse_args(argv)
+    server = MockLLMServer(delay_s=args.delay, port=args.port).start()
+    print(server.base_url, flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
