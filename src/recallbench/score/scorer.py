@@ -180,6 +180,7 @@ def _judged(
             continue
         if j.outcome in ("judged", "miss"):
             metrics[m] = j.value
+            reasons.pop(m, None)  # a rule set's own "waits for a judge" null is filled now
         else:
             metrics[m] = None
             rule = RULE_JUDGE_ERROR if j.outcome == "judge_error" else RULE_NOT_JUDGED
