@@ -769,12 +769,18 @@ class GlasshouseInstrument(AnswerInstrument):
                 return False
             return not any(contains(g, a) or contains(a, g) for a in accepted)
 
-        same = [o for o in by_axis.get(q.axis, ()) if distinct(o)]
-        if same:
-            out.append(JudgeCase("plausible_wrong", q, str(_gold(rng.choice(same))), wrong, metric))
-        others = [o for o in pool if o.axis != q.axis and distinct(o)]
-        if others:
-            out.append(JudgeCase("unrelated", q, str(_gold(rng.choice(others))), wrong, metric))
+        def draw(candidates: Sequence[Question]) -> Question | None:
+            """A seeded draw among ``candidates`` of the first one that is distinct."""
+            order = list(candidates)
+            rng.shuffle(order)
+            return next((o for o in order if distinct(o)), None)
+
+        same = draw(by_axis.get(q.axis, ()))
+        if same is not None:
+            out.append(JudgeCase("plausible_wrong", q, str(_gold(same)), wrong, metric))
+        unrelated = draw([o for o in pool if o.axis != q.axis])
+        if unrelated is not None:
+            out.append(JudgeCase("unrelated", q, str(_gold(unrelated)), wrong, metric))
         parts = [p for p in (_field(q, "gold_parts") or []) if isinstance(p, str) and p]
         if q.axis == "GATHER" and len(parts) >= 2:
             out.append(JudgeCase("partial_multi", q, parts[0], partial, metric))
@@ -792,10 +798,10 @@ class GlasshouseInstrument(AnswerInstrument):
                     invented = claim
                 else:
                     domain = _field(q, "domain")
-                    values_pool = [o for o in pool if not is_abstention_question(o) and distinct(o)]
-                    near = [o for o in values_pool if _field(o, "domain") == domain]
-                    chosen = near or values_pool
-                    invented = str(_gold(rng.choice(chosen))) if chosen else ""
+                    values = [o for o in pool if not is_abstention_question(o)]
+                    near = draw([o for o in values if _field(o, "domain") == domain])
+                    chosen = near if near is not None else draw(values)
+                    invented = str(_gold(chosen)) if chosen is not None else ""
                 if invented:
                     out.append(JudgeCase("invented_abstain", q, invented, wrong, metric))
         return out
