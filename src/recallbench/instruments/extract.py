@@ -166,8 +166,12 @@ def branch(node: ast.AST, test: str, where: str) -> ast.If:
     """The first ``if`` or ``elif`` under ``node`` whose condition reads ``test`` (compared as
     :func:`ast.unparse` text, so spacing and quote style do not matter: ``"args.batch_size ==
     1"``). A locator only: the branch's statements are then read or run as the file has them."""
+    try:
+        wanted = ast.unparse(ast.parse(test, mode="eval").body)
+    except SyntaxError:
+        raise InstrumentFormatError(f"{where}: {test!r} is not a condition") from None
     for n in walk(node):
-        if isinstance(n, ast.If) and ast.unparse(n.test) == ast.unparse(ast.parse(test).body[0]):
+        if isinstance(n, ast.If) and ast.unparse(n.test) == wanted:
             return n
     raise InstrumentFormatError(f"{where}: no branch 'if {test}:'")
 

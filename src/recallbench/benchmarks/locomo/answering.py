@@ -484,10 +484,6 @@ class LocomoInstrument(AnswerInstrument):
             },
         )
 
-    def reader_request(self, ctx: AnswerContext) -> ChatRequest:
-        """The reader request :meth:`answer` would send for ``ctx`` (no call is made)."""
-        return self._capture(ctx.question, ctx.memories, ctx.seed)
-
     def _capture(self, question: Question, memories: Sequence[Retrieved], seed: int) -> ChatRequest:
         def stop(query: str, **kwargs: Any) -> str:
             raise _Captured(ChatRequest.user(query, "reader", **_reader_settings(kwargs)))
@@ -645,23 +641,6 @@ class LocomoMem0JInstrument(LocomoInstrument):
                 (client.completion,),
             ),
         )
-
-    def judge_request(self, question: Question, answer: str) -> ChatRequest:
-        """The request :meth:`judge` would send (no call is made)."""
-
-        def capture(request: ChatRequest) -> Completion:
-            raise _Captured(request)
-
-        client = _Client(capture, "judge:answer")
-        ns = extract.run(
-            self._judge.code,
-            {"client": client, "json": json, "extract_json": self._judge.extract_json},
-        )
-        try:
-            ns["evaluate_llm_judge"](question.text, question.gold, answer)
-        except _Captured as captured:
-            return captured.request
-        raise extract.InstrumentFormatError(f"{MEM0_LLM_JUDGE.path}: the judge made no call")
 
     def judge_cases(self, questions: Sequence[Question], mode: str) -> list[JudgeCase]:
         """Per judged question (categories 1-4, with a gold answer): the gold verbatim (1), the
