@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator, Mapping
+from types import CodeType
 from typing import Any
 
 from recallbench.errors import DataFileError
@@ -159,3 +160,55 @@ def evaluate(expr: ast.expr, where: str, variables: Mapping[str, Any]) -> Any:
     ``variables`` bound and no builtins beyond the basic types."""
     code = compile(ast.Expression(body=expr), where, "eval")
     return eval(code, {"__builtins__": {}}, dict(variables))  # noqa: S307 - pinned source
+
+
+def branch(node: ast.AST, test: str, where: str) -> ast.If:
+    """The first ``if`` or ``elif`` under ``node`` whose condition reads ``test`` (compared as
+    :func:`ast.unparse` text, so spacing and quote style do not matter: ``"args.batch_size ==
+    1"``). A locator only: the branch's statements are then read or run as the file has them."""
+    try:
+        wanted = ast.unparse(ast.parse(test, mode="eval").body)
+    except SyntaxError:
+        raise InstrumentFormatError(f"{where}: {test!r} is not a condition") from None
+    for n in walk(node):
+        if isinstance(n, ast.If) and ast.unparse(n.test) == wanted:
+            return n
+    raise InstrumentFormatError(f"{where}: no branch 'if {test}:'")
+
+
+def calls(node: ast.AST, func: str) -> list[ast.Call]:
+    """The calls under ``node`` whose callee reads ``func`` (``run_chatgpt``,
+    ``client.chat.completions.create``, ``dialogs.append``), in source order."""
+    return [
+        n for n in walk(node) if isinstance(n, ast.Call) and ast.unparse(n.func) == func
+    ]
+
+
+def keywords(call: ast.Call) -> dict[str, Any]:
+    """The keyword arguments of a call whose values are literals (the others, such as
+    ``model=args.model``, are left out), in source order."""
+    out: dict[str, Any] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            continue
+        try:
+            out[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            continue
+    return out
+
+
+def compile_statements(statements: Iterable[ast.stmt], where: str) -> CodeType:
+    """Compile statements of the file (a branch's body, one ``if`` chain) as they stand, to be
+    run with :func:`run`; nothing else of the file comes with them."""
+    return compile(ast.Module(body=list(statements), type_ignores=[]), where, "exec")
+
+
+def run(code: CodeType, variables: Mapping[str, Any]) -> dict[str, Any]:
+    """Run compiled statements in a fresh namespace holding ``variables`` (and the builtins)
+    and return that namespace, so each call is independent of every other (thread-safe as long
+    as ``variables`` are)."""
+    ns: dict[str, Any] = {"__builtins__": __builtins__, "__name__": "instrument"}
+    ns.update(variables)
+    exec(code, ns)  # noqa: S102 - statements of the authors' pinned, hash-checked file
+    return ns
