@@ -23,7 +23,9 @@ def parse(text: str, where: str) -> ast.Module:
     try:
         return ast.parse(text, filename=where)
     except SyntaxError as exc:
-        raise InstrumentFormatError(f"{where}: not valid Python ({exc.msg}, line {exc.lineno})")
+        raise InstrumentFormatError(
+            f"{where}: not valid Python ({exc.msg}, line {exc.lineno})"
+        ) from None
 
 
 def _targets(node: ast.stmt) -> list[str]:
@@ -157,3 +159,18 @@ def evaluate(expr: ast.expr, where: str, variables: Mapping[str, Any]) -> Any:
     ``variables`` bound and no builtins beyond the basic types."""
     code = compile(ast.Expression(body=expr), where, "eval")
     return eval(code, {"__builtins__": {}}, dict(variables))  # noqa: S307 - pinned source
+
+
+def literal_keywords(call: ast.Call) -> dict[str, Any]:
+    """The keyword arguments of a call whose values are literals (``temperature=0``,
+    ``model_name="gpt-4.1-mini"``, ``model_url=None``); the others (``api_key=cfg[...]``) and
+    ``**kwargs`` are left out."""
+    out: dict[str, Any] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            continue
+        try:
+            out[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            continue
+    return out
