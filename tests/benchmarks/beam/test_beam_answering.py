@@ -565,3 +565,20 @@ def test_judge_cases(instrument: BeamInstrument, sample: list[Question]) -> None
     gold_axes = {c.question.axis for c in cases if c.case_type == "gold_verbatim"}
     assert "instruction_following" not in gold_axes  # its gold describes, it is no answer
     assert "abstention" in gold_axes
+
+
+def test_docs_example_prints_what_it_says(
+    instruments: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Python example of docs/benchmarks.md's BEAM section runs and prints its comments."""
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "benchmarks.md").read_text()
+    section = docs.split("### BEAM\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/benchmarks.md", "exec"), {"__name__": "docs_example"})
+    printed = capsys.readouterr().out.splitlines()
+    promised = [
+        line[2:].split("<-")[0].strip()
+        for line in code.splitlines()
+        if line.startswith("# ") and not line.startswith("# event ordering")
+    ]
+    assert printed == promised

@@ -9,8 +9,11 @@ gold events (the rubric items, in order), are compared with Kendall's tau-b, nor
 [0, 1]; the official harness multiplies that by the F1 of the mapped event sets.
 
 The judge and the event matcher are LLM calls; here they are plain callables, so everything in
-this module is deterministic and testable. The judge prompt is our own wording, stored in
-``recallbench/prompts/beam_rubric_v1.json``.
+this module is deterministic and testable. The official scoring is BEAM's own code, run by
+:mod:`recallbench.benchmarks.beam.answering` (with :func:`kendall_tau_b_scipy` standing in for
+SciPy); the rubric prompt here (``prompts/beam_rubric_v1.json``, :func:`build_rubric_prompt`,
+:func:`grade_rubric`) is recallbench's own wording, the labelled alternative "recallbench
+prompts v1", never the default.
 """
 
 from __future__ import annotations
