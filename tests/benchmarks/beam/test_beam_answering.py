@@ -460,6 +460,12 @@ def test_call_failure_and_empty_reply_are_judge_errors(instrument: BeamInstrumen
     assert all(r.value is None and "empty reply" in (r.error or "") for r in got.values())
 
 
+def test_unknown_ability_is_null_with_a_reason(instrument: BeamInstrument) -> None:
+    call = FakeCall(lambda r: pytest.fail("no call expected"))
+    (res,) = instrument.judge(ctx(question("time_travel", ["a"])), "answer", "x", call)
+    assert res.value is None and res.null_reason.startswith("beam_unknown_ability:")
+
+
 def test_no_answer_scores_zero_without_a_call(instrument: BeamInstrument) -> None:
     call = FakeCall(lambda r: pytest.fail("no call expected"))
     got = by_metric(instrument.judge(ctx(question("event_ordering", ["a"])), "answer", None, call))

@@ -448,7 +448,8 @@ class BeamInstrument(AnswerInstrument):
         return ChatRequest.user(prompt, PURPOSE_READER, **READER_SETTINGS)
 
     def empty_reader_request(self) -> ChatRequest:
-        """The reader prompt with an empty context and an empty question."""
+        """The reader prompt with an empty context and an empty question (the baseline whose
+        token count is subtracted from each reader call's: the rest is memories and question)."""
         return self.reader_request("", "")
 
     def answer(self, ctx: AnswerContext, call: CallLLM) -> ReaderResult:
@@ -492,9 +493,12 @@ class BeamInstrument(AnswerInstrument):
             return tuple(JudgeResult(m, 0.0, False, None, None, ()) for m in metrics)
         evaluate = self._official.evaluators.get(q.axis)
         if evaluate is None:
-            raise BeamInstrumentError(
-                f"{q.id}: ability {q.axis!r} has no evaluate function in "
-                f"{RUN_EVALUATION.path} (known: {', '.join(sorted(self._official.evaluators))})"
+            reason = (
+                f"beam_unknown_ability: {RUN_EVALUATION.path} scores no ability {q.axis!r} "
+                f"(it scores {', '.join(sorted(self._official.evaluators))})"
+            )
+            return tuple(
+                JudgeResult(m, None, False, None, None, (), null_reason=reason) for m in metrics
             )
         memo: dict[str, tuple[str, Completion]] = {}
         unparsed: set[str] = set()
