@@ -226,7 +226,9 @@ class _JudgeModel:
         return _Content(text)
 
 
-def _kendalltau(x: Sequence[Any], y: Sequence[Any], *, variant: str = "b", method: str = "auto"):
+def _kendalltau(
+    x: Sequence[Any], y: Sequence[Any], *, variant: str = "b", method: str = "auto"
+) -> tuple[float, float]:
     """``scipy.stats.kendalltau`` as compute_metrics.py calls it: (tau-b, p-value), the p-value
     NaN (not computed; BEAM never reads it)."""
     if variant != "b":
