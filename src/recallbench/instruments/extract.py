@@ -185,8 +185,9 @@ def calls(node: ast.AST, func: str) -> list[ast.Call]:
 
 
 def keywords(call: ast.Call) -> dict[str, Any]:
-    """The keyword arguments of a call whose values are literals (the others, such as
-    ``model=args.model``, are left out), in source order."""
+    """The keyword arguments of a call whose values are literals (``temperature=0``,
+    ``model_url=None``), in source order; the others (``model=args.model``) and ``**kwargs``
+    are left out."""
     out: dict[str, Any] = {}
     for kw in call.keywords:
         if kw.arg is None:
