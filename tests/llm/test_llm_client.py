@@ -226,3 +226,16 @@ def test_a_named_but_unset_key_variable_is_a_user_error(monkeypatch: pytest.Monk
     with pytest.raises(MissingApiKeyError, match=r"\$RB_UNSET_KEY") as info:
         ChatClient(Endpoint("http://127.0.0.1:9/v1", "m", api_key_env="RB_UNSET_KEY"))
     assert isinstance(info.value, UserError)
+
+
+def test_loopback_endpoints_bypass_a_configured_proxy(
+    server: MockLLMServer, monkeypatch: pytest.MonkeyPatch
+):
+    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    done = ChatClient(Endpoint(server.base_url, "mock"), policy=fast(1)).complete(
+        ChatRequest.user(PROMPT)
+    )
+    assert done.ok, done.error

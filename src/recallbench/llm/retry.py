@@ -165,6 +165,15 @@ class HttpReply:
     body: bytes
 
 
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+_LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def _is_loopback(host: str) -> bool:
+    name = host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    return name.lower() in _LOOPBACK or name.startswith("127.")
+
+
 def http_request(
     url: str,
     body: bytes | None,
@@ -174,10 +183,14 @@ def http_request(
 ) -> HttpReply:
     """Send one request with the standard library and return the reply whatever its status
     (an HTTP error status is a reply, not an exception). Transport failures (refused, reset,
-    dropped connection, timeout) raise as ``urllib`` and ``socket`` raise them."""
+    dropped connection, timeout) raise as ``urllib`` and ``socket`` raise them. The
+    environment's proxy settings apply, except to loopback hosts, which are always called
+    directly."""
     request = urllib.request.Request(url, data=body, headers=dict(headers), method=method)
+    # build_opener() reads the proxy variables now (urlopen's opener keeps the first ones seen)
+    opener = _DIRECT if _is_loopback(request.host) else urllib.request.build_opener()
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+        with opener.open(request, timeout=timeout_s) as response:
             return HttpReply(
                 int(response.status),
                 {k.lower(): v for k, v in response.headers.items()},
