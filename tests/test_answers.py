@@ -21,6 +21,15 @@ from recallbench.testing.mock_llm import Fault, MockLLMServer
 runner = CliRunner()
 
 
+@pytest.fixture(autouse=True)
+def _register(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recallbench import testing
+    from recallbench.systems import registry
+
+    monkeypatch.setattr(registry, "BUILTINS", dict(registry.BUILTINS))
+    testing.register()
+
+
 def _run(args: list[str]) -> tuple[int, str]:
     result = runner.invoke(app, args)
     return result.exit_code, result.output
@@ -72,12 +81,12 @@ def test_answer_mode_on_the_sample_completes_offline(tmp_path: Path) -> None:
 
 def test_memory_mode_scores_a_system_that_returns_no_source_turns(tmp_path: Path) -> None:
     code, out = _run(
-        ["run", "--systems", "nosource", "--no-baselines", "--datasets", "sample",
+        ["run", "--systems", "no-source", "--no-baselines", "--datasets", "sample",
          "--mode", "memory", "--judge", "mock-judge", "--out", str(tmp_path), "-q"]
     )
     assert code == 0, out
     rows = _lines(_folder(tmp_path) / "metrics.jsonl")
-    mine = {r["metric"]: r for r in rows if r["system"] == "nosource" and r["slice"] == "all"}
+    mine = {r["metric"]: r for r in rows if r["system"] == "no-source" and r["slice"] == "all"}
     assert mine["evidence_hit"]["value"] is None  # retrieval cannot be checked
     assert mine["memory_correct"]["value"] is not None and mine["memory_correct"]["value"] > 0
 
@@ -282,3 +291,29 @@ def test_llm_options_need_an_llm_mode(tmp_path: Path, bad: list[str]) -> None:
     code, out = _run(["run", "--systems", "bm25", "--no-baselines", "--out", str(tmp_path),
                       "--mode", "dry", *bad])
     assert code == 2 and "--mode memory or answer" in out
+
+
+def test_a_predictions_file_s_answers_are_judged(tmp_path: Path, shared_data: Path) -> None:
+    from recallbench.benchmarks import load_dataset
+
+    ds = load_dataset("sample", shared_data)
+    answerable = [q for q in ds.questions if q.gold and q.expect == "answer"]
+    path = tmp_path / "preds.jsonl"
+    path.write_text("".join(
+        json.dumps({"id": q.id, "answer": q.gold if i % 2 == 0 else "a plausible mistake"}) + "\n"
+        for i, q in enumerate(answerable)
+    ))
+    code, out = _run(["score", str(path), "--dataset", "sample", "--judge", "mock-judge", "-q"])
+    assert code == 0, out
+    folder = tmp_path / "preds.scored"
+    rows = {r["metric"]: r for r in _lines(folder / "metrics.jsonl") if r["slice"] == "all"}
+    right = (len(answerable) + 1) // 2
+    missing = len(ds.questions) - len(answerable)  # no line: the empty answer, a miss
+    assert rows["answer_correct"]["denominator"] == len(answerable) + missing
+    # the strict mock judge passes exactly the gold answers; the empty answers of the
+    # questions without a line (abstentions) do not say "I don't know", so they are wrong
+    assert rows["answer_correct"]["value"] == pytest.approx(
+        right / (len(answerable) + missing), abs=1e-6
+    )
+    assert all(r["mode"] == "answer" for r in rows.values())
+    assert len(_lines(folder / "judgements.jsonl")) == len(ds.questions)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from recallbench.benchmarks import benchmark_of
-from recallbench.contracts import Observation, to_json_dict
+from recallbench.contracts import AnswerRecord, Observation, to_json_dict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.errors import OptionError
 from recallbench.instruments.generic import RecallbenchV1
@@ -136,7 +136,7 @@ def _endpoint(choice: ModelChoice, pin: ModelPin | None, concurrency: int) -> En
     base_url = choice.base_url
     key_env = choice.api_key_env
     if base_url is None and is_mock(choice.model):
-        from recallbench.testing.mock_llm import ensure_mock_server
+        from recallbench.llm.mock import ensure_mock_server
 
         base_url = ensure_mock_server().base_url
         key_env = None
@@ -172,13 +172,18 @@ def resolve_role(
 
 def labels(
     ds: LoadedDataset, inst: AnswerInstrument, spec: AnsweringSpec,
-    reader: Role | None, judge: Role,
+    reader: Role | None, judge: Role | None,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(non-standard labels, notes) of a dataset's answering in this run."""
     bench = benchmark_of(ds)
-    title = f"{ds.name}" + (f" {ds.version}" if ds.version and ds.version not in ds.name else "")
+    title = bench.name
     non_standard: list[str] = []
     notes: list[str] = []
+    if judge is None:
+        notes.append(
+            f"{inst.name} scores answers without a judge"
+            + (f" (--judge {spec.judge.model} is not used for {ds.key})" if spec.judge else "")
+        )
     if bench.answering is not None and not inst.official:
         non_standard.append(f"not a {title} score: {inst.name}, not its official prompts")
     if bench.answering is None:
@@ -190,11 +195,12 @@ def labels(
             non_standard.append(
                 f"not a {title} score: reader {reader.choice.model} (pinned: {inst.reader.model})"
             )
-    if inst.judge_pin is not None and judge.choice.model != inst.judge_pin.model:
+    if judge is not None and inst.judge_pin is not None and \
+            judge.choice.model != inst.judge_pin.model:
         non_standard.append(
             f"not a {title} score: judge {judge.choice.model} (pinned: {inst.judge_pin.model})"
         )
-    same = reader is not None and reader.choice.model == judge.choice.model
+    same = reader is not None and judge is not None and reader.choice.model == judge.choice.model
     if same and not inst.reader_is_judge:
         if not spec.same_model:
             raise OptionError(
@@ -203,7 +209,7 @@ def labels(
                 "biased; choose another judge, or pass --same-model to allow it (every "
                 "row is then labelled)"
             )
-        non_standard.append(SAME_MODEL_LABEL.format(model=judge.choice.model))
+        non_standard.append(SAME_MODEL_LABEL.format(model=reader.choice.model))
     return tuple(non_standard), tuple(notes)
 
 
@@ -214,7 +220,7 @@ class DatasetAnswering:
     dataset: LoadedDataset
     instrument: AnswerInstrument
     reader: Role | None
-    judge: Role
+    judge: Role | None
     non_standard: tuple[str, ...]
     notes: tuple[str, ...]
 
@@ -228,7 +234,7 @@ class DatasetAnswering:
             "deviations": list(inst.deviations()),
             "reader": None if self.reader is None else self.reader.endpoint.describe(),
             "reader_pin": None if inst.reader is None else to_json_dict(inst.reader),
-            "judge": self.judge.endpoint.describe(),
+            "judge": None if self.judge is None else self.judge.endpoint.describe(),
             "judge_pin": None if inst.judge_pin is None else to_json_dict(inst.judge_pin),
             "judge_metrics": list(inst.judge_metrics.get("answer", ()))
             + list(inst.judge_metrics.get("memory", ())),
@@ -250,7 +256,12 @@ def plan(
             resolve_role("reader", a.reader, inst.reader, a.llm_concurrency, ds.key)
             if a.mode == "answer" else None
         )
-        judge = resolve_role("judge", a.judge, inst.judge_pin, a.llm_concurrency, ds.key)
+        judge = (
+            resolve_role("judge", a.judge, inst.judge_pin, a.llm_concurrency, ds.key)
+            if inst.judge_metrics.get(a.mode) else None
+        )
+        inst = inst.with_models(reader.choice.model if reader else None,
+                                judge.choice.model if judge else None)
         non_standard, notes = labels(ds, inst, a, reader, judge)
         out.append(DatasetAnswering(ds, inst, reader, judge, non_standard, notes))
     return out
@@ -344,15 +355,15 @@ def run_step(
     a = spec.answering
     assert a is not None
     for item in planned:
+        # re-judging (judge_only): the answers were written; no reader call is made
         reader_call = None if item.reader is None or judge_only else make_call(item.reader)
-        # re-judging: the answers were written; no reader call is made
-        judge_call = make_call(item.judge)
+        judge_call = None if item.judge is None else make_call(item.judge)
         empty_tokens, _ = (
             empty_prompt_tokens(item.instrument, reader_call) if reader_call else (None, None)
         )
         roles = Roles(
             reader=item.reader.label if item.reader else None,
-            judge=item.judge.label,
+            judge=item.judge.label if item.judge else None,
             reader_call=reader_call,
             judge_call=judge_call,
         )
@@ -363,6 +374,22 @@ def run_step(
         )
         obs = [o for o in observations if o.dataset == item.dataset.key]
         step.run([DatasetJob(item.dataset, item.instrument, obs, empty_tokens)])
+
+
+def file_answer(
+    obs: Observation, run_id: str, mode: str, instrument: str, reader: str
+) -> AnswerRecord:
+    """A predictions file's answer as an answer record: written by someone else's reader
+    (``reader``), so no call, no tokens; a line without an answer is the empty answer (a miss
+    when the file carries answers, as the predictions reader decided)."""
+    return AnswerRecord(
+        run_id=run_id, dataset=obs.dataset, system=obs.system, question_id=obs.question_id,
+        mode=mode, condition="system", instrument=instrument, reader=reader,
+        reader_preset=None, sample=0, outcome="answered", answer=obs.answer or "",
+        reply=None, error=None, prompt_sha256=None, prompt_tokens=None,
+        completion_tokens=None, memory_tokens=None, memory_chars=obs.chars_returned, calls=0,
+        cached_calls=0, attempts=0, billed_usd=None, latency_ms=None,
+    )
 
 
 def with_judge(spec: RunSpec, judge: ModelChoice) -> RunSpec:
@@ -445,6 +472,7 @@ def judge_check(
 
     inst = instrument_for(ds, spec, cache_dir, seed)
     judge = resolve_role("judge", spec.judge, inst.judge_pin, spec.llm_concurrency, ds.key)
+    inst = inst.with_models(None, judge.choice.model)
     cases = inst.judge_cases(ds.questions, spec.mode)
     if per_type is not None:
         kept: dict[str, int] = {}

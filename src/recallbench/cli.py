@@ -721,9 +721,15 @@ def score(
     ref = dataset_ref(dataset, tier)
     options = dataset_options(questions=questions, errata=errata)
     ks = parse_ks(k) if k else None
+    judging = None
+    if judge is not None:
+        judging = AnsweringSpec(
+            "answer", judge=ModelChoice(judge, judge_url.rstrip("/") if judge_url else None,
+                                        judge_key_env)
+        )
     score_file(
         target, ref, options, mode, ks, out, results_dir, data, quiet,
-        format_name, name, unknown_turns,
+        format_name, name, unknown_turns, judging, cache_dir, not no_cache, prices,
     )  # fmt: skip
 
 
@@ -740,9 +746,14 @@ def score_file(
     format_name: str | None = None,
     name: str = "external",
     unknown_turns: str = "refuse",
+    judging: AnsweringSpec | None = None,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+    prices: Path | None = None,
 ) -> None:
-    """``recallbench score FILE``: score, write, then print the tables (unless ``quiet``), the
-    notes on how the file was read (stderr), what the figures carry and the rules applied."""
+    """``recallbench score FILE``: score (and with ``judging`` judge the answers), write, then
+    print the tables (unless ``quiet``), the notes on how the file was read (stderr), what the
+    figures carry and the rules applied."""
     from recallbench import pipeline
     from recallbench.report.predictions import predictions_header
     from recallbench.report.summary import rules_lines
@@ -760,6 +771,9 @@ def score_file(
             format_name=format_name,
             system=name.strip(),
             unknown_turns=unknown_turns,
+            judging=judging,
+            cache_dir=cache_dir,
+            llm=pipeline.LLMOptions(use_cache=use_cache, prices=prices),
         )
     except UserError as exc:
         raise fail(str(exc)) from None

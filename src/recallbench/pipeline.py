@@ -73,7 +73,7 @@ from recallbench.score.predictions import (
 )
 from recallbench.score.rules import ScoringContext
 from recallbench.score.scorer import Answering, score_dataset
-from recallbench.spec import ModelChoice, RunSpec
+from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec
 from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
 
@@ -183,10 +183,15 @@ def answering_record(
     datasets = {}
     for item in planned:
         rec = item.record()
-        rec["weighted_metrics"] = list(item.instrument.weighted_metrics)
-        rec["metrics"] = list(item.instrument.judge_metrics.get(spec.answering.mode, ()))
-        rec["judge_label"] = item.judge.label
-        if cache_dir is not None:
+        metrics = item.instrument.judge_metrics.get(spec.answering.mode, ())
+        rec["metrics"] = list(metrics)
+        rec["rule_metrics"] = [
+            f.metric for f in benchmark_of(item.dataset).rules.answer_figures
+            if spec.answering.mode == "answer"
+        ]
+        rec["weighted_metrics"] = [m for m in item.instrument.weighted_metrics if m in metrics]
+        rec["judge_label"] = item.judge.label if item.judge else None
+        if cache_dir is not None and item.judge is not None:
             key = answers.judge_check_key(item.dataset, item.instrument, spec.answering.mode,
                                           item.judge.label)
             rec["judge_check"] = answers.stored_judge_check(key, cache_dir) or (
@@ -194,7 +199,7 @@ def answering_record(
                 f"--dataset {item.dataset.key}`"
             )
         datasets[item.dataset.key] = rec
-    judges = sorted({item.judge.label for item in planned})
+    judges = sorted({item.judge.label for item in planned if item.judge is not None})
     return {"mode": spec.answering.mode, "datasets": datasets, "judges": judges}
 
 
@@ -363,7 +368,8 @@ class LLMOptions:
 
 
 def progress_ticker(progress: Progress | None, description: str) -> Callable[[int, int], None]:
-    """A ``(done, total)`` callback drawing one progress task (started on the first tick)."""
+    """A ``(done, total)`` callback drawing one progress task: ``done == 0`` starts it, every
+    later call advances it by one."""
     started = False
 
     def tick(done: int, total: int) -> None:
@@ -373,7 +379,8 @@ def progress_ticker(progress: Progress | None, description: str) -> Callable[[in
         if not started:
             progress.start_task(description, total)
             started = True
-        progress.advance(1)
+        if done:
+            progress.advance(1)
 
     return tick
 
@@ -632,7 +639,7 @@ def answering_of(
         return None
     return Answering(
         mode=str(manifest.answering["mode"]),
-        judge=judge or str(info["judge_label"]),
+        judge=judge or str(info.get("judge_label") or ""),
         metrics=tuple(info.get("metrics", ())),
         instrument=str(info.get("instrument", "")),
         reader=(info.get("reader") or {}).get("label") or (info.get("reader") or {}).get("model"),
@@ -795,6 +802,59 @@ def predictions_run(
     )
 
 
+PREDICTIONS_READER = "predictions file"
+
+
+def _file_judge(
+    ds: LoadedDataset,
+    ref: str,
+    system: str,
+    folder: Path,
+    judging: AnsweringSpec,
+    cache_dir: Path | None,
+    llm: LLMOptions,
+) -> Callable[[Sequence[Observation]], Answering]:
+    """The judging of a predictions file's answers, planned (and refused if impossible) now,
+    run when the scorer hands over the file's observations."""
+    cache = cache_dir or default_cache_dir()
+    spec = RunSpec(systems=(system,), datasets=(ref,), answering=judging)
+    check_spec(spec)
+    inst = answers.instrument_for(ds, judging, cache, 0)
+    if not inst.judge_metrics.get(judging.mode):
+        raise OptionError(f"--judge: {inst.name} scores {ds.key} answers without a judge")
+    judge = answers.resolve_role("judge", judging.judge, inst.judge_pin,
+                                 judging.llm_concurrency, ds.key)
+    inst = inst.with_models(None, judge.choice.model)
+    non_standard, notes = answers.labels(ds, inst, judging, None, judge)
+    if inst.reader is not None:
+        notes = (*notes, f"answers from a predictions file: the reader is not "
+                         f"{inst.reader.model}, or not known to be")
+    item = answers.DatasetAnswering(ds, inst, None, judge, non_standard, notes)
+    make_call = llm.call_factory or answers.call_factory(cache, llm.use_cache, llm.prices)
+
+    def judge_answers(observations: Sequence[Observation]) -> Answering:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in (store.ANSWERS, store.JUDGEMENTS):  # the file's answers, judged afresh
+            (folder / name).unlink(missing_ok=True)
+        run_id = observations[0].run_id if observations else "external"
+        log = store.AppendLog(folder / store.ANSWERS)
+        try:
+            for o in observations:
+                log.append(answers.file_answer(o, run_id, judging.mode, inst.name,
+                                               PREDICTIONS_READER))
+        finally:
+            log.close()
+        answers.run_step(folder, run_id, spec, [item], observations, make_call,
+                         judge_only=True)
+        return Answering.of(
+            ds.key, judging.mode, judge.label, inst.judge_metrics[judging.mode],
+            read_answers(folder), read_judgements(folder), instrument=inst.name,
+            reader=PREDICTIONS_READER, non_standard=non_standard,
+        )
+
+    return judge_answers
+
+
 def score_file(
     path: Path,
     ref: str,
@@ -808,6 +868,9 @@ def score_file(
     format_name: str | None = None,
     system: str = PREDICTIONS_SYSTEM,
     unknown_turns: str = "refuse",
+    judging: AnsweringSpec | None = None,
+    cache_dir: Path | None = None,
+    llm: LLMOptions | None = None,
 ) -> ScoredFile:
     """Score a predictions file against dataset ``ref`` by its benchmark's rules and write
     ``verdicts.jsonl``, ``metrics.jsonl`` and ``summary.md`` to ``results_dir`` (default
@@ -815,7 +878,9 @@ def score_file(
 
     ``ks`` default to the dataset's own depths; ``format_name``, ``system`` and
     ``unknown_turns`` are those of :func:`~recallbench.score.predictions.score_predictions`.
-    Everything is checked before anything is written.
+    ``judging`` (``--judge``): the file's answers are also judged by the benchmark's official
+    judge (or the one named), written as ``answers.jsonl`` and ``judgements.jsonl`` in the
+    results folder, and scored like a run's. Everything is checked before anything is written.
     """
     opts = dict(options or {})
     bench = get_benchmark(parse_dataset_ref(ref)[0])
@@ -823,6 +888,10 @@ def score_file(
     ds = load_dataset(ref, data_dir, opts, predictions=True)
     check_errata_used(opts.get("errata"), [ds])
     depths = tuple(ks) if ks else tuple(ds.default_k)
+    folder = results_dir or path.with_name(path.stem + ".scored")
+    judged = None
+    if judging is not None:
+        judged = _file_judge(ds, ref, system, folder, judging, cache_dir, llm or LLMOptions())
     result = score_predictions(
         path,
         ds,
@@ -833,8 +902,8 @@ def score_file(
         format_name=format_name,
         system=system,
         unknown_turns=unknown_turns,
+        judged=judged,
     )
-    folder = results_dir or path.with_name(path.stem + ".scored")
     scored = predictions_run(result, ds, ref, depths, folder, opts)
     shown = tuple(predictions_tables(scored, bench.report, bench.headline))
     folder.mkdir(parents=True, exist_ok=True)

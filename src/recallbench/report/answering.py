@@ -34,7 +34,8 @@ def answering_table(scored: ScoredRun, dataset_key: str) -> Table | None:
         return None
     metrics: Sequence[str] = info.get("metrics", ())
     weighted = [f"{m}:weighted" for m in info.get("weighted_metrics", ())]
-    shown = [*metrics, *weighted]
+    rule_metrics = [m for m in info.get("rule_metrics", ()) if m not in metrics]
+    shown = [*metrics, *weighted, *rule_metrics]
     idx = {
         (r.system, r.metric): r
         for r in scored.metrics
@@ -51,10 +52,12 @@ def answering_table(scored: ScoredRun, dataset_key: str) -> Table | None:
     mode = scored.manifest.answering.get("mode", "")
     caption = [
         f"{mode} mode, instrument {info.get('instrument')}; judge "
-        f"{(info.get('judge') or {}).get('model')}"
+        f"{(info.get('judge') or {}).get('model', 'none')}"
         + (f"; reader {(info.get('reader') or {}).get('model')}" if info.get("reader") else ""),
         "judge and reader errors are null and out of n; a failed search is a miss (0, in n); "
-        "unparsed replies were scored by the benchmark's own default",
+        "unparsed replies were scored by the benchmark's own default"
+        + (f"; {', '.join(rule_metrics)}: the benchmark's own rules on the reader's answer"
+           if rule_metrics else ""),
     ]
     caption += [f"NON-STANDARD: {label}" for label in info.get("non_standard", ())]
     caption += list(info.get("notes", ()))
@@ -77,7 +80,7 @@ def answering_lines(scored: ScoredRun) -> list[str]:
         lines.append(
             f"- {key}: instrument {info.get('instrument')}"
             f"{' (official)' if info.get('official') else ''}; judge "
-            f"{(info.get('judge') or {}).get('model')}"
+            f"{(info.get('judge') or {}).get('model', 'none')}"
             + (f"; reader {reader.get('model')}" if reader else "")
         )
         for f in info.get("files", ()):

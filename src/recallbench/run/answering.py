@@ -316,6 +316,8 @@ class AnsweringStep:
                     todo.append((job, obs, q, turns))
         total = len(todo)
         self._done = 0
+        if self.progress is not None:
+            self.progress(0, total)  # the step starts (a progress bar shows its total)
 
         def one(item: tuple[DatasetJob, Observation, Question, dict[str, Turn]]) -> None:
             job, obs, q, turns = item
