@@ -23,7 +23,8 @@ def parse(text: str, where: str) -> ast.Module:
     try:
         return ast.parse(text, filename=where)
     except SyntaxError as exc:
-        raise InstrumentFormatError(f"{where}: not valid Python ({exc.msg}, line {exc.lineno})")
+        msg = f"{where}: not valid Python ({exc.msg}, line {exc.lineno})"
+        raise InstrumentFormatError(msg) from None
 
 
 def _targets(node: ast.stmt) -> list[str]:
@@ -157,3 +158,39 @@ def evaluate(expr: ast.expr, where: str, variables: Mapping[str, Any]) -> Any:
     ``variables`` bound and no builtins beyond the basic types."""
     code = compile(ast.Expression(body=expr), where, "eval")
     return eval(code, {"__builtins__": {}}, dict(variables))  # noqa: S307 - pinned source
+
+
+def assigned_exprs(node: ast.AST, name: str) -> list[ast.expr]:
+    """The right-hand sides of every assignment to ``name`` under ``node``, in source order
+    (LongMemEval's ``main`` assigns ``gen_length`` twice: the option, then its default)."""
+    return [
+        n.value
+        for n in walk(node)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+    ]
+
+
+def call_with_first_arg(node: ast.AST, value: str) -> ast.Call:
+    """The first call under ``node`` whose first positional argument is the string ``value``
+    (``parser.add_argument('--cot', ...)``), to read its keyword arguments."""
+    for n in walk(node):
+        if (
+            isinstance(n, ast.Call)
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and n.args[0].value == value
+        ):
+            return n
+    raise InstrumentFormatError(f"no call with first argument {value!r}")
+
+
+def keyword_literal(call: ast.Call, name: str) -> Any:
+    """The literal value of keyword argument ``name`` of ``call``."""
+    for kw in call.keywords:
+        if kw.arg == name:
+            try:
+                return ast.literal_eval(kw.value)
+            except ValueError:
+                raise InstrumentFormatError(f"keyword {name!r} is not a literal") from None
+    raise InstrumentFormatError(f"no keyword {name!r}")
