@@ -115,4 +115,3 @@ class RuleSet:
             **to_json_dict(verdict.metrics),
             "null_reasons": to_json_dict(verdict.null_reasons),
         }
-

@@ -154,6 +154,12 @@ defaults (the README's recommendation). ``nl`` with ``con-separate`` is not offe
 official ``prepare_prompt`` raises ``KeyError: 'role'`` on every question there (its ``nl``
 branch reads ``role`` from the notes dict ``{'session_summary': ...}``)."""
 
+NOT_OFFERED: dict[str, str] = {
+    name: "not offered: LongMemEval's prepare_prompt raises KeyError 'role' on every question "
+    "with history format nl and reading notes (con-separate)"
+    for name in ("nl-con-separate", "nl-con-separate-useronly")
+}
+
 DEVIATIONS: tuple[str, ...] = (
     "the reader sees the memories a system returned, one pseudo-session per memory (retriever "
     "type flat-session, topk_context = the number of memories); LongMemEval's own pipeline "
@@ -292,8 +298,9 @@ class LongMemEvalInstrument(AnswerInstrument):
         self.presets = self._read_presets(gen, sh)
         name = options.reader_preset or READER_PRESETS[0]
         if name not in self.presets:
+            why = NOT_OFFERED.get(name, "unknown")
             raise ReaderPresetError(
-                f"unknown LongMemEval reader preset {name!r}; choose one of "
+                f"LongMemEval reader preset {name!r}: {why}; choose one of "
                 + ", ".join(READER_PRESETS)
             )
         self.preset = self.presets[name]
