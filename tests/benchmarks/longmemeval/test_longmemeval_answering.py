@@ -43,7 +43,7 @@ from recallbench.benchmarks.longmemeval.answering import (
     LME_LABEL,
     READER_PRESETS,
     RULE_READER_FORMAT,
-    SUBSET_RULE,
+    SUBSET_WORD,
     LongMemEvalInstrument,
     ReaderPresetError,
     first_part,
@@ -900,7 +900,7 @@ def test_judge_cases(
     # one part of a several-part gold, where the prompt says a subset is wrong
     assert by[("syn_ms_8", "partial_multi")].answer == "Porto"
     assert by[("syn_ms_8", "partial_multi")].expected == 0.0
-    assert SUBSET_RULE in inst.judge_prompt(questions[0], "")
+    assert SUBSET_WORD in inst.judge_prompt(questions[0], "")
     assert ("fx_ms_2", "partial_multi") not in by  # a count beside the items: not split
     assert not any(
         c.case_type == "partial_multi" and c.question.extra["question_type"] == "knowledge-update"

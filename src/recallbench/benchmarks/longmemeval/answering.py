@@ -45,11 +45,11 @@ per memory (``memory_<rank>``, listed in rank order in ``retrieval_results.ranke
   those turns as LongMemEval turn dicts ``{"role": speaker, "content": text}`` (the dataset's own
   roles and texts: LongMemEval's turns are these two fields, plus ``has_answer``, which the
   official code removes before rendering), dated with the first turn's session date, and
-  ``merge_key_expansion_into_value`` is ``none``: the "several history chats" template;
+  ``merge_key_expansion_into_value`` is ``none``: the "history chats" template;
 * otherwise (some memory is text a system wrote, without resolvable turns) every memory of the
-  question is rendered through ``merge_key_expansion_into_value`` ``replace``, the "several facts
-  extracted from history chats" template, its ``text`` being the memory's text as the system
-  returned it, dated with its first turn's date when it has turns, else the empty string;
+  question is rendered through ``merge_key_expansion_into_value`` ``replace``, the "facts
+  extracted" template, its ``text`` being the memory's text as the system returned it, dated
+  with its first turn's date when it has turns, else the empty string;
 * under ``--condition no-memory``, or when a system returned nothing, the retriever type is
   ``no-retrieval`` (the question alone, with its own template); under ``--condition oracle`` the
   memories are the gold evidence turns the pipeline hands over, rendered as above.
@@ -667,8 +667,8 @@ class LongMemEvalInstrument(AnswerInstrument):
           ``plausible_wrong`` (the gold of the next question of the same type whose gold
           differs, 0), ``unrelated`` (:data:`UNRELATED`, 0), ``dont_know`` (:data:`DONT_KNOW`,
           0), and ``partial_multi`` (the first part of a gold that lists parts, 0; not on
-          "how many/much/long/often" questions) on the types whose prompt holds
-          :data:`SUBSET_RULE`;
+          "how many/much/long/often" questions) on the types whose official prompt
+          says a subset is wrong (:data:`SUBSET_WORD`);
         * abstention questions (``_abs``): ``gold_verbatim`` (the explanation, 1),
           ``dont_know`` (1: it identifies the question as unanswerable), ``unrelated`` (0) and
           ``invented_abstain`` (the gold of an answerable question of the same type, else of
@@ -698,15 +698,16 @@ class LongMemEvalInstrument(AnswerInstrument):
             cases.append(JudgeCase("unrelated", q, UNRELATED, 0.0, LME_LABEL))
             cases.append(JudgeCase("dont_know", q, DONT_KNOW, 0.0, LME_LABEL))
             part = None if _COUNTING.match(q.text) else first_part(gold)
-            if part is not None and SUBSET_RULE in self.judge_prompt(q, ""):
+            if part is not None and SUBSET_WORD in self.judge_prompt(q, ""):
                 cases.append(JudgeCase("partial_multi", q, part, 0.0, LME_LABEL))
         return cases
 
 
 PREFERENCE = "single-session-preference"
-SUBSET_RULE = "only contains a subset of the information required by the answer"
-"""The sentence of a LongMemEval judge prompt that makes a one-part answer to a several-part
-gold wrong; ``partial_multi`` cases are built only for prompts that say it."""
+SUBSET_WORD = "subset"
+"""A ``partial_multi`` case is built only where the type's official judge prompt has a
+sentence with this word (at 9e0b455: the rule that a response holding only a subset of the
+answer's information is wrong, in the single-session, multi-session and temporal prompts)."""
 DONT_KNOW = "I don't know."
 UNRELATED = "Photosynthesis turns light, water and carbon dioxide into sugar and oxygen."
 _PARTS = re.compile(r",\s*(?:and\s+)?|\s+and\s+")
