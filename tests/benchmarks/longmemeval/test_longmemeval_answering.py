@@ -785,21 +785,22 @@ def test_answers_from_many_threads(
 # ---------------------------------------------------------------- files, options, wiring
 
 
+@pytest.mark.parametrize("pinned", FILES, ids=lambda f: f.path.rsplit("/", 1)[-1])
 def test_tampered_copy_is_refused_naming_both_hashes(
-    shared_instruments: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pinned: Any, shared_instruments: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Each of the three files, one byte changed: refused, both hashes in the message."""
     copy = tmp_path / "copy"
     shutil.copytree(shared_instruments / "longmemeval", copy / "longmemeval")
-    target = copy / "longmemeval" / EVALUATE_QA.path
+    target = copy / "longmemeval" / pinned.path
     data = bytearray(target.read_bytes())
-    i = data.index(b"answer yes")
-    data[i] = ord("A")
+    data[len(data) // 2] ^= 0x01
     target.write_bytes(bytes(data))
     actual = hashlib.sha256(bytes(data)).hexdigest()
     monkeypatch.setenv(DIR_ENV, str(copy))
     with pytest.raises(ChecksumMismatchError) as err:
         _make(tmp_path / "fresh")
-    assert EVALUATE_QA.sha256 in str(err.value) and actual in str(err.value)
+    assert pinned.sha256 in str(err.value) and actual in str(err.value)
     assert isinstance(err.value, UserError)
 
 

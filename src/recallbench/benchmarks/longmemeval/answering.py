@@ -343,7 +343,9 @@ class LongMemEvalInstrument(AnswerInstrument):
             source=(
                 f"evaluate_qa.py model_zoo[{JUDGE_MODEL_ALIAS!r}] = {(model, source)!r} (the "
                 "README's evaluate_qa.py gpt-4o); settings: the __main__ block's kwargs; "
-                "endpoint: the OpenAI client's default (openai_api_base = None)"
+                "endpoint: the OpenAI client's default (openai_api_base = None); the file "
+                "retries without limit (backoff.expo), recallbench 8 tries, 600 s each (the "
+                "OpenAI client's default timeout)"
             ),
         )
 
