@@ -472,7 +472,10 @@ class LongMemEvalInstrument(AnswerInstrument):
         retriever: str,
         expansion: str,
         max_retrieval_length: int = sys.maxsize,
+        reading_notes: bool = True,
     ) -> str:
+        """``prepare_prompt`` on ``entry`` with the preset's options (reading notes as the
+        preset says, unless ``reading_notes`` is false)."""
         p = self.preset
         return str(
             self._prepare_prompt(
@@ -486,7 +489,7 @@ class LongMemEvalInstrument(AnswerInstrument):
                 tokenizer_backend="openai",
                 max_retrieval_length=max_retrieval_length,
                 merge_key_expansion_into_value=expansion,
-                con=p.con == "true",
+                con=reading_notes and p.con == "true",
                 con_client=None,
                 con_model=None,
             )
@@ -551,7 +554,12 @@ class LongMemEvalInstrument(AnswerInstrument):
             state.call, state.calls = None, []
         if not completion.ok:
             return ReaderResult(
-                None, None, request.prompt_sha256, calls, error=completion.error, notes=notes
+                None,
+                None,
+                request.prompt_sha256,
+                calls,
+                error=completion.error or "the reader call returned no text",
+                notes=notes,
             )
         answer = extract.evaluate(
             self._reader_answer,
@@ -572,19 +580,7 @@ class LongMemEvalInstrument(AnswerInstrument):
             "haystack_sessions": [[]],
             "retrieval_results": {"ranked_items": [{"corpus_id": "memory_1", "text": ""}]},
         }
-        p = self.preset
-        prompt = self._prepare_prompt(
-            entry,
-            RETRIEVER,
-            1,
-            p.useronly == "true",
-            p.history_format,
-            p.cot == "true",
-            tokenizer=_CharTokenizer(),
-            tokenizer_backend="openai",
-            max_retrieval_length=0,
-            merge_key_expansion_into_value=EXPANSION_NONE,
-        )
+        prompt = self._prompt(entry, RETRIEVER, EXPANSION_NONE, 0, reading_notes=False)
         return self._request(str(prompt))
 
     def judge_prompt(self, question: Question, answer: str) -> str:
