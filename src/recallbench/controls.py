@@ -133,7 +133,9 @@ def floor_of(
 def run_floors(datasets: Sequence[LoadedDataset], ks: Sequence[int]) -> dict[str, Floor]:
     """Each dataset's floor with :data:`CONTROL_ANSWERS`, by dataset key (a run's summary,
     which shows no interval: none is computed)."""
-    return {ds.key: floor_of(ds, benchmark_of(ds).rules, ks, intervals=False) for ds in datasets}
+    return {
+        ds.key: floor_of(ds, benchmark_of(ds).rules, ks, intervals=False) for ds in datasets
+    }
 
 
 def dataset_controls(

@@ -252,7 +252,9 @@ def check_images(
                 image_paths(ds)  # raises naming the missing file
 
 
-def system_records(spec: RunSpec, declared: Mapping[str, Any] | None = None) -> list[SystemRecord]:
+def system_records(
+    spec: RunSpec, declared: Mapping[str, Any] | None = None
+) -> list[SystemRecord]:
     entries = available_systems()
     declared = _declared(spec) if declared is None else declared
     return [

@@ -80,7 +80,9 @@ def namespace(
         if (isinstance(node, ast.FunctionDef) and node.name in wanted)
         or (set(_targets(node)) & wanted)
     ]
-    missing = wanted - {n for node in body for n in (_targets(node) or [getattr(node, "name", "")])}
+    missing = wanted - {
+        n for node in body for n in (_targets(node) or [getattr(node, "name", "")])
+    }
     if missing:
         raise InstrumentFormatError(f"{where}: no top-level {', '.join(sorted(missing))}")
     code = compile(ast.Module(body=body, type_ignores=[]), where, "exec")

@@ -115,3 +115,4 @@ class RuleSet:
             **to_json_dict(verdict.metrics),
             "null_reasons": to_json_dict(verdict.null_reasons),
         }
+
