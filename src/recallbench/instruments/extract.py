@@ -23,8 +23,9 @@ def parse(text: str, where: str) -> ast.Module:
     try:
         return ast.parse(text, filename=where)
     except SyntaxError as exc:
-        msg = f"{where}: not valid Python ({exc.msg}, line {exc.lineno})"
-        raise InstrumentFormatError(msg) from None
+        raise InstrumentFormatError(
+            f"{where}: not valid Python ({exc.msg}, line {exc.lineno})"
+        ) from None
 
 
 def _targets(node: ast.stmt) -> list[str]:
