@@ -528,10 +528,12 @@ def _run_official_main(
     retriever: str,
     expansion: str,
     preset: Any,
+    reply: Callable[[list[Mapping[str, str]]], str] = _reply,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """``run_generation.py``'s ``main()`` on one entry with the options ``run_generation.sh``
-    passes for ``preset``: (its requests, the hypothesis it wrote)."""
-    recorder = _Recorder(_reply)
+    passes for ``preset``, its client replying ``reply(messages)``: (its requests, the
+    hypothesis it wrote)."""
+    recorder = _Recorder(reply)
     official = _official_module(monkeypatch, root, "src/generation/run_generation.py", recorder)
     work = tmp_path / "official"
     shutil.rmtree(work, ignore_errors=True)
@@ -598,6 +600,78 @@ def test_reader_requests_are_run_generation_main(
         notes_expected = inst.preset.con == "true" and retriever != "no-retrieval"
         assert (len(fake.requests) > 1) == notes_expected, (preset, kind)
         assert fake.requests[-1].settings == {"n": 1, "temperature": 0, "max_tokens": 800}
+
+
+def test_requests_received_by_the_mock_endpoint_are_the_official_ones(
+    shared_instruments: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    raw: list[dict[str, Any]],
+    dataset: tuple[list[HaystackGroup], list[Question]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Through the shipped HTTP client and mock endpoint (loopback): the request bodies the
+    endpoint received are the official code's, judge (every type, abstention) and reader (every
+    preset, notes calls included, the official main() given the same replies)."""
+    from recallbench.llm.client import ChatClient
+    from recallbench.llm.types import Endpoint
+    from recallbench.testing.mock_llm import MockLLMServer
+
+    official = _official_module(
+        monkeypatch, shared_instruments, EVALUATE_QA.path, _Recorder(_reply)
+    )
+    groups, questions = dataset
+    by_id = {r["question_id"]: r for r in raw}
+    with MockLLMServer() as server:
+        judge = ChatClient(Endpoint(server.base_url, "mock-judge")).as_call()
+        inst = _make(tmp_path)
+        for q in questions:
+            inst.judge(AnswerContext(q, ()), "answer", f"My answer: {q.gold}", judge)
+        expected = []
+        for q in questions:
+            r = by_id[q.id]
+            prompt = official["get_anscheck_prompt"](
+                r["question_type"],
+                r["question"],
+                r["answer"],
+                f"My answer: {q.gold}",
+                abstention="_abs" in q.id,
+            )
+            expected.append(
+                {
+                    "model": "mock-judge",
+                    "messages": [{"role": "user", "content": prompt}],
+                    "n": 1,
+                    "temperature": 0,
+                    "max_tokens": 10,
+                }
+            )
+        assert server.requests == expected
+        reader = ChatClient(Endpoint(server.base_url, "mock")).as_call()
+        ctx = _contexts(groups, questions)["turns"]
+        for preset in READER_PRESETS:
+            server.reset_counters()
+            inst = _make(tmp_path, preset)
+            result = inst.answer(ctx, reader)
+            assert result.error is None
+            notes = iter([str(c.text) for c in result.calls[:-1]])
+            entry, retriever, expansion = inst.entry(ctx)
+            sent, hypothesis = _run_official_main(
+                monkeypatch,
+                shared_instruments,
+                tmp_path,
+                entry,
+                retriever,
+                expansion,
+                inst.preset,
+                reply=lambda messages, n=notes, last=str(result.reply): next(n, last),
+            )
+            capsys.readouterr()
+            assert len(server.requests) == len(sent) == len(result.calls)
+            for got, want in zip(server.requests, sent, strict=True):
+                assert got["model"] == "mock" and want["model"] == JUDGE_MODEL
+                assert {**got, "model": None} == {**want, "model": None}, preset
+            assert result.answer == hypothesis
 
 
 def test_reader_prompt_is_prepare_prompt(
@@ -925,3 +999,54 @@ def test_first_part() -> None:
     assert first_part("Two: the cello and the piano") is None
     assert first_part("3 days and 2 nights") is None
     assert first_part("A border collie") is None
+
+
+# ---------------------------------------------------------------- the pipeline, offline
+
+
+def test_mock_answer_run_on_the_fixture_fills_lme_label(
+    shared_instruments: Path, tmp_path: Path
+) -> None:
+    """``recallbench run --mode answer --reader mock --judge mock-judge`` on the LongMemEval
+    fixture: the official instrument scores every question, per type in the QA table."""
+    from typer.testing import CliRunner
+
+    from recallbench.cli import app
+
+    out = tmp_path / "results"
+    result = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--systems",
+            "bm25",
+            "--datasets",
+            f"longmemeval@{FIXTURE}",
+            "--mode",
+            "answer",
+            "--reader",
+            "mock",
+            "--judge",
+            "mock-judge",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    (run,) = list(out.iterdir())
+    rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    label = {r["slice"]: r for r in rows if r["metric"] == LME_LABEL and r["system"] == "bm25"}
+    assert set(label) >= {"all", *(q["question_type"] for q in json.loads(FIXTURE.read_text()))}
+    assert label["all"]["value"] is not None and label["all"]["denominator"] == 5
+    verdicts = [json.loads(x) for x in (run / "verdicts.jsonl").read_text().splitlines()]
+    for v in verdicts:
+        assert v["mode"] == "answer" and v["metrics"][LME_LABEL] in (0.0, 1.0)
+        a = v["answering"]
+        assert a["instrument"] == LongMemEvalInstrument.name
+        assert a["reader"] == "mock" and a["judge"] == "mock-judge"
+        assert a["reader_prompt_sha256"] and a["judgements"][LME_LABEL]["prompt_sha256"]
+    answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
+    assert {a["reader_preset"] for a in answers} == {"json-con"}
+    summary = (run / "summary.md").read_text()
+    assert "QA accuracy (official judge lme_label) by question type" in summary
+    assert "reader chosen by the operator (the benchmark pins none)" in summary

@@ -123,6 +123,10 @@ LME_LABEL = "lme_label"
 JUDGE_MODEL_ALIAS = "gpt-4o"
 """The ``model_zoo`` key the README's evaluation command passes (``evaluate_qa.py gpt-4o``)."""
 
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+"""Where the OpenAI client sends a call when ``base_url`` is None, as ``evaluate_qa.py`` leaves
+it for an ``openai`` model of its ``model_zoo``."""
+
 PURPOSE_READER = "reader"
 PURPOSE_NOTES = "reader:notes"
 PURPOSE_JUDGE = "judge:answer"
@@ -335,7 +339,7 @@ class LongMemEvalInstrument(AnswerInstrument):
         self._judge = ModelPin(
             model=str(model),
             settings=dict(self._judge_settings),
-            base_url=None,
+            base_url=OPENAI_BASE_URL,
             api_key_env=str(key_env) if key_env else None,
             tries=8,
             timeout_s=600.0,
@@ -343,7 +347,7 @@ class LongMemEvalInstrument(AnswerInstrument):
             source=(
                 f"evaluate_qa.py model_zoo[{JUDGE_MODEL_ALIAS!r}] = {(model, source)!r} (the "
                 "README's evaluate_qa.py gpt-4o); settings: the __main__ block's kwargs; "
-                "endpoint: the OpenAI client's default (openai_api_base = None); the file "
+                "endpoint: the OpenAI client's default, as openai_api_base = None asks; the file "
                 "retries without limit (backoff.expo), recallbench 8 tries, 600 s each (the "
                 "OpenAI client's default timeout)"
             ),
