@@ -1049,4 +1049,13 @@ def test_mock_answer_run_on_the_fixture_fills_lme_label(
     assert {a["reader_preset"] for a in answers} == {"json-con"}
     summary = (run / "summary.md").read_text()
     assert "QA accuracy (official judge lme_label) by question type" in summary
+    lines = {line.split(" | ")[0]: line for line in summary.splitlines() if line.startswith("| ")}
+    (abstention,) = [
+        v["metrics"][LME_LABEL]
+        for v in verdicts
+        if v["question_id"].endswith("_abs") and v["system"] == "bm25"
+    ]
+    # bm25 is the last column of the QA table (the baselines run beside it)
+    assert lines["| abstention only"].endswith(f" {abstention:.3f} (n=1) |")
+    assert lines["| overall"].endswith(f" {label['all']['value']:.3f} (n=5) |")
     assert "reader chosen by the operator (the benchmark pins none)" in summary
