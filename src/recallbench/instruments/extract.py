@@ -213,3 +213,37 @@ def run(code: CodeType, variables: Mapping[str, Any]) -> dict[str, Any]:
     ns.update(variables)
     exec(code, ns)  # noqa: S102 - statements of the authors' pinned, hash-checked file
     return ns
+
+
+def assigned_exprs(node: ast.AST, name: str) -> list[ast.expr]:
+    """The right-hand sides of every assignment to ``name`` under ``node``, in source order
+    (LongMemEval's ``main`` assigns ``gen_length`` twice: the option, then its default)."""
+    return [
+        n.value
+        for n in walk(node)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+    ]
+
+
+def call_with_first_arg(node: ast.AST, value: str) -> ast.Call:
+    """The first call under ``node`` whose first positional argument is the string ``value``
+    (``parser.add_argument('--cot', ...)``), to read its keyword arguments."""
+    for n in walk(node):
+        if (
+            isinstance(n, ast.Call)
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and n.args[0].value == value
+        ):
+            return n
+    raise InstrumentFormatError(f"no call with first argument {value!r}")
+
+
+def keyword_literal(call: ast.Call, name: str) -> Any:
+    """The literal value of keyword argument ``name`` of ``call`` (refused when it is absent
+    or not a literal)."""
+    found = keywords(call)
+    if name not in found:
+        raise InstrumentFormatError(f"no literal keyword {name!r}")
+    return found[name]

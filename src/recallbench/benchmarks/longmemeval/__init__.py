@@ -2,12 +2,14 @@
 
 ``load``: the published JSON files; ``metrics``: LongMemEval's turn and session retrieval
 metrics and its judge prompts and label parsing (pure functions); ``rules``: those metrics on
-observations; ``report``: tables by question type; ``prompts/``: the judge prompts.
+observations; ``report``: tables by question type; ``prompts/``: recallbench's own judge prompts;
+``answering``: LongMemEval's official reader prompts and judge, read from its pinned files.
 """
 
 from __future__ import annotations
 
 from recallbench.benchmarks.base import Benchmark
+from recallbench.benchmarks.longmemeval.answering import LME_LABEL, make_instrument
 from recallbench.benchmarks.longmemeval.load import SPEC
 from recallbench.benchmarks.longmemeval.metrics import DEFAULT_KS
 from recallbench.benchmarks.longmemeval.report import LongMemEvalReport
@@ -58,8 +60,16 @@ BENCHMARK = Benchmark(
     rules_source=RULES_SOURCE,
     deviations=DEVIATIONS,
     prediction_formats=(HYPOTHESES,),
+    answering=make_instrument,
     metrics=(
         MetricInfo(LABEL, True, "share", "the LLM judge's yes/no verdict on the answer"),
+        MetricInfo(
+            LME_LABEL,
+            True,
+            "share",
+            "LongMemEval's official judge (evaluate_qa.py get_anscheck_prompt, "
+            "gpt-4o-2024-08-06) on the reader's answer: 1 when 'yes' is in its reply",
+        ),
         *(
             MetricInfo(f"{g}:{m}", True, "score", f"LongMemEval {g}-level {m}, cut at k")
             for g in GRANULARITIES

@@ -1,10 +1,17 @@
-"""LongMemEval in the report: retrieval and judge-label tables by question type, and notes."""
+"""LongMemEval in the report: retrieval and judge-label tables by question type, and notes.
+
+The QA table reads ``label`` (recallbench's retrieval-mode slot, null without a judge), or, in a
+run whose rows hold LongMemEval's official judge metric ``lme_label`` (answer mode), that one:
+per type, task-averaged, overall, and over abstention questions only (from the verdicts of the
+``_abs`` questions, the one figure with no metric row of its own).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from recallbench.benchmarks.longmemeval.metrics import QUESTION_TYPES
+from recallbench.benchmarks.longmemeval.answering import LME_LABEL
+from recallbench.benchmarks.longmemeval.metrics import QUESTION_TYPES, is_abstention
 from recallbench.benchmarks.longmemeval.rules import LABEL, LABEL_ABSTENTION
 from recallbench.contracts import ALL, MetricRow
 from recallbench.datasets.dataset import LoadedDataset
@@ -26,7 +33,8 @@ class LongMemEvalReport(BenchmarkReport):
             "function's on the ranking given, while the official evaluation ranks the whole "
             "corpus; its mean is the share of questions so flagged.",
             "label (QA accuracy) needs an LLM judge: null until one is configured; "
-            "label:abstention is abstention accuracy on its own.",
+            "label:abstention is abstention accuracy on its own. In answer mode LongMemEval's "
+            "official judge (evaluate_qa.py) gives lme_label, the QA accuracy shown.",
         ]
 
     def summary_tables(self, scored: ScoredRun, dataset: LoadedDataset) -> list[Table]:
@@ -51,39 +59,62 @@ class LongMemEvalReport(BenchmarkReport):
                     exclusion_caption(idx, systems, metric, k, EXCLUDED),
                 )
             )
-        rows = [(t, *(cell(idx.get((s, t, LABEL, None))) for s in systems)) for t in slices]
+        official = any(metric == LME_LABEL for (_, _, metric, _) in idx)
+        label = LME_LABEL if official else LABEL
+        rows = [(t, *(cell(idx.get((s, t, label, None))) for s in systems)) for t in slices]
         rows.append(
             (
                 "task-averaged (mean of type accuracies)",
-                *(_task_average(idx, s, slices) for s in systems),
+                *(_task_average(idx, s, slices, label) for s in systems),
             )
         )
-        rows.append(("overall", *(cell(idx.get((s, ALL, LABEL, None))) for s in systems)))
-        rows.append(
-            (
-                "abstention only",
-                *(cell(idx.get((s, ALL, LABEL_ABSTENTION, None))) for s in systems),
-            )
+        rows.append(("overall", *(cell(idx.get((s, ALL, label, None))) for s in systems)))
+        abstention = (
+            tuple(_abstention_only(scored, dataset, s) for s in systems)
+            if official
+            else tuple(cell(idx.get((s, ALL, LABEL_ABSTENTION, None))) for s in systems)
         )
+        rows.append(("abstention only", *abstention))
+        title = "official judge lme_label" if official else "judge label"
         tables.append(
             Table(
-                f"{dataset.key}: QA accuracy (judge label) by question type",
+                f"{dataset.key}: QA accuracy ({title}) by question type",
                 ("question type", *systems),
                 tuple(rows),
-                exclusion_caption(idx, systems, LABEL, None, EXCLUDED),
+                exclusion_caption(idx, systems, label, None, EXCLUDED),
             )
         )
         return tables
 
 
 def _task_average(
-    idx: Mapping[tuple[str, str, str, int | None], MetricRow], system: str, slices: list[str]
+    idx: Mapping[tuple[str, str, str, int | None], MetricRow],
+    system: str,
+    slices: list[str],
+    label: str = LABEL,
 ) -> str:
     values = [
         r.value
         for t in slices
-        if (r := idx.get((system, t, LABEL, None))) is not None and r.value is not None
+        if (r := idx.get((system, t, label, None))) is not None and r.value is not None
     ]
     if not values:
         return "null (types=0)"
     return f"{fmt(sum(values) / len(values))} (types={len(values)})"
+
+
+def _abstention_only(scored: ScoredRun, dataset: LoadedDataset, system: str) -> str:
+    """The mean ``lme_label`` of the system's abstention questions, ``value (n=judged)`` with
+    ``+m excl.`` for those left null (judge or reader errors), from the verdicts."""
+    values = [
+        v.metrics.get(LME_LABEL)
+        for v in scored.verdicts
+        if v.dataset == dataset.key and v.system == system and is_abstention(v.question_id)
+    ]
+    if not values:
+        return "-"
+    judged = [x for x in values if x is not None]
+    text = f"{fmt(sum(judged) / len(judged) if judged else None)} (n={len(judged)})"
+    if len(judged) < len(values):
+        text += f" +{len(values) - len(judged)} excl."
+    return text
