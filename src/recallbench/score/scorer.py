@@ -134,7 +134,9 @@ def _judged(
     answering: Answering,
 ) -> dict[str, Any]:
     """Fill the judge metrics of one verdict (and null the answer figures of a question whose
-    answer is missing or failed); return the verdict's ``answering`` record."""
+    answer is missing or failed); a figure the rule set derives from a judged one by a variant
+    (LongMemEval's ``label:abstention``, present on abstention questions only) takes the judged
+    value. Return the verdict's ``answering`` record."""
     a = answering.answers.get((system, q.id))
     info: dict[str, Any] = {
         "mode": answering.mode,
@@ -194,6 +196,14 @@ def _judged(
             "cached": j.calls > 0 and j.cached_calls == j.calls,
             "billed_usd": j.billed_usd,
         }
+    for name in list(metrics):  # a rule set's variant of a judged figure (label:abstention)
+        base, _, variant = name.partition(":")
+        if variant and base in answering.metrics and name not in answering.metrics:
+            metrics[name] = metrics[base]
+            if metrics[base] is None:
+                reasons[name] = reasons.get(base, reasons.get(name, ""))
+            else:
+                reasons.pop(name, None)
     info["judgements"] = judge_info
     if answering.non_standard:
         info["non_standard"] = list(answering.non_standard)

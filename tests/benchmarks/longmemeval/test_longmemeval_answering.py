@@ -1004,7 +1004,7 @@ def test_first_part() -> None:
 # ---------------------------------------------------------------- the pipeline, offline
 
 
-def test_mock_answer_run_on_the_fixture_fills_lme_label(
+def test_mock_answer_run_on_the_fixture_fills_label(
     shared_instruments: Path, tmp_path: Path
 ) -> None:
     """``recallbench run --mode answer --reader mock --judge mock-judge`` on the LongMemEval
@@ -1048,7 +1048,7 @@ def test_mock_answer_run_on_the_fixture_fills_lme_label(
     answers = [json.loads(x) for x in (run / "answers.jsonl").read_text().splitlines()]
     assert {a["reader_preset"] for a in answers} == {"json-con"}
     summary = (run / "summary.md").read_text()
-    assert "QA accuracy (official judge lme_label) by question type" in summary
+    assert "QA accuracy (judge label) by question type" in summary
     lines = {line.split(" | ")[0]: line for line in summary.splitlines() if line.startswith("| ")}
     (abstention,) = [
         v["metrics"][LME_LABEL]

@@ -9,7 +9,7 @@ observations; ``report``: tables by question type; ``prompts/``: recallbench's o
 from __future__ import annotations
 
 from recallbench.benchmarks.base import Benchmark
-from recallbench.benchmarks.longmemeval.answering import LME_LABEL, make_instrument
+from recallbench.benchmarks.longmemeval.answering import make_instrument
 from recallbench.benchmarks.longmemeval.load import SPEC
 from recallbench.benchmarks.longmemeval.metrics import DEFAULT_KS
 from recallbench.benchmarks.longmemeval.report import LongMemEvalReport
@@ -36,11 +36,10 @@ DEVIATIONS: tuple[str, ...] = (
     "order, assistant turns dropped, each turn at its first appearance); the official "
     "evaluation ranks the whole corpus, so where the grown session cut-off runs past the "
     "returned ranking the verdict is flagged session:ranking_exhausted",
-    "label needs an LLM judge and is null (no_judge) until one is configured; the judge "
-    "prompts recallbench holds (prompts/longmemeval_judge_v1.json) are its own wording, not "
-    "evaluate_qa.py's get_anscheck_prompt",
-    "a judge reply is read by its first standalone yes/no word; evaluate_qa.py counts 'yes' "
-    "anywhere in the reply",
+    "label needs a judge: null (no_judge) outside answer mode; in answer mode it is "
+    "evaluate_qa.py's own prompt, settings and 'yes'-in-reply parsing (see the instrument's "
+    "deviations in run.json); the prompts recallbench wrote itself "
+    "(prompts/longmemeval_judge_v1.json) are not used by any run",
 )
 
 HYPOTHESES = PredictionFormat(
@@ -62,12 +61,11 @@ BENCHMARK = Benchmark(
     prediction_formats=(HYPOTHESES,),
     answering=make_instrument,
     metrics=(
-        MetricInfo(LABEL, True, "share", "the LLM judge's yes/no verdict on the answer"),
         MetricInfo(
-            LME_LABEL,
+            LABEL,
             True,
             "share",
-            "LongMemEval's official judge (evaluate_qa.py get_anscheck_prompt, "
+            "LongMemEval's judge (evaluate_qa.py get_anscheck_prompt, pinned "
             "gpt-4o-2024-08-06) on the reader's answer: 1 when 'yes' is in its reply",
         ),
         *(

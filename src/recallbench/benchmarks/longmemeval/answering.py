@@ -5,7 +5,7 @@ into the cache (never committed): ``src/evaluation/evaluate_qa.py`` (the judge),
 ``src/generation/run_generation.py`` (the reader prompts) and ``src/generation/run_generation.sh``
 (the reading methods and the defaults the README recommends). Nothing of theirs is retyped here:
 
-**Judge** (metric ``lme_label``). The prompt is ``get_anscheck_prompt`` itself, compiled from the
+**Judge** (metric ``label``). The prompt is ``get_anscheck_prompt`` itself, compiled from the
 file (:func:`recallbench.instruments.extract.namespace`) and called through the ``__main__``
 block's own expression ``get_anscheck_prompt(qtype, q, ans, hyp, abstention='_abs' in
 entry['question_id'])``, with ``qtype`` the question type, ``q`` the question, ``ans`` the
@@ -14,7 +14,7 @@ gold answer and ``hyp`` the reader's answer. The request is the block's ``kwargs
 The model is ``model_zoo['gpt-4o']`` (``gpt-4o-2024-08-06``; LongMemEval's README runs
 ``evaluate_qa.py gpt-4o``). The verdict is the block's own two expressions, evaluated on the
 reply: ``eval_response = completion.choices[0].message.content.strip()`` and ``label = 'yes' in
-eval_response.lower()``; ``lme_label`` is 1.0 when ``label`` is true, else 0.0. A reply holding
+eval_response.lower()``; ``label`` is 1.0 when ``label`` is true, else 0.0. A reply holding
 neither ``yes`` nor ``no`` (lower-cased) is also counted as unparsed (the official rule gives it
 0). A call that failed after its retries, or an empty body, is a judge error: null, out of the
 denominator. Only answer mode exists (a memory judge is not part of LongMemEval's protocol).
@@ -118,7 +118,9 @@ RUN_GENERATION_SH = InstrumentFile(
 )
 FILES: tuple[InstrumentFile, ...] = (EVALUATE_QA, RUN_GENERATION, RUN_GENERATION_SH)
 
-LME_LABEL = "lme_label"
+LME_LABEL = "label"
+"""The official judge fills the rule set's own QA figure, ``label`` (and, through the scorer,
+its ``label:abstention`` variant on abstention questions)."""
 """LongMemEval's judge verdict on the reader's answer: 1.0 when ``'yes'`` is in the reply."""
 JUDGE_MODEL_ALIAS = "gpt-4o"
 """The ``model_zoo`` key the README's evaluation command passes (``evaluate_qa.py gpt-4o``)."""

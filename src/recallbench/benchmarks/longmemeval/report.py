@@ -1,17 +1,15 @@
 """LongMemEval in the report: retrieval and judge-label tables by question type, and notes.
 
-The QA table reads ``label`` (recallbench's retrieval-mode slot, null without a judge), or, in a
-run whose rows hold LongMemEval's official judge metric ``lme_label`` (answer mode), that one:
-per type, task-averaged, overall, and over abstention questions only (from the verdicts of the
-``_abs`` questions, the one figure with no metric row of its own).
+The QA table reads ``label``, LongMemEval's own judge on the reader's answer (answer mode; null
+with a reason otherwise): per type, task-averaged, overall, and over abstention questions only
+(from the verdicts of the ``_abs`` questions).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from recallbench.benchmarks.longmemeval.answering import LME_LABEL
-from recallbench.benchmarks.longmemeval.metrics import QUESTION_TYPES, is_abstention
+from recallbench.benchmarks.longmemeval.metrics import QUESTION_TYPES
 from recallbench.benchmarks.longmemeval.rules import LABEL, LABEL_ABSTENTION
 from recallbench.contracts import ALL, MetricRow
 from recallbench.datasets.dataset import LoadedDataset
@@ -32,9 +30,9 @@ class LongMemEvalReport(BenchmarkReport):
             "with corpus turns left unranked: the session values at k are then the official "
             "function's on the ranking given, while the official evaluation ranks the whole "
             "corpus; its mean is the share of questions so flagged.",
-            "label (QA accuracy) needs an LLM judge: null until one is configured; "
-            "label:abstention is abstention accuracy on its own. In answer mode LongMemEval's "
-            "official judge (evaluate_qa.py) gives lme_label, the QA accuracy shown.",
+            "label (QA accuracy) is LongMemEval's own judge (evaluate_qa.py) on the reader's "
+            "answer in answer mode, null otherwise; label:abstention is abstention accuracy "
+            "on its own.",
         ]
 
     def summary_tables(self, scored: ScoredRun, dataset: LoadedDataset) -> list[Table]:
@@ -59,8 +57,7 @@ class LongMemEvalReport(BenchmarkReport):
                     exclusion_caption(idx, systems, metric, k, EXCLUDED),
                 )
             )
-        official = any(metric == LME_LABEL for (_, _, metric, _) in idx)
-        label = LME_LABEL if official else LABEL
+        label = LABEL
         rows = [(t, *(cell(idx.get((s, t, label, None))) for s in systems)) for t in slices]
         rows.append(
             (
@@ -69,13 +66,9 @@ class LongMemEvalReport(BenchmarkReport):
             )
         )
         rows.append(("overall", *(cell(idx.get((s, ALL, label, None))) for s in systems)))
-        abstention = (
-            tuple(_abstention_only(scored, dataset, s) for s in systems)
-            if official
-            else tuple(cell(idx.get((s, ALL, LABEL_ABSTENTION, None))) for s in systems)
-        )
+        abstention = tuple(cell(idx.get((s, ALL, LABEL_ABSTENTION, None))) for s in systems)
         rows.append(("abstention only", *abstention))
-        title = "official judge lme_label" if official else "judge label"
+        title = "judge label"
         tables.append(
             Table(
                 f"{dataset.key}: QA accuracy ({title}) by question type",
@@ -101,20 +94,3 @@ def _task_average(
     if not values:
         return "null (types=0)"
     return f"{fmt(sum(values) / len(values))} (types={len(values)})"
-
-
-def _abstention_only(scored: ScoredRun, dataset: LoadedDataset, system: str) -> str:
-    """The mean ``lme_label`` of the system's abstention questions, ``value (n=judged)`` with
-    ``+m excl.`` for those left null (judge or reader errors), from the verdicts."""
-    values = [
-        v.metrics.get(LME_LABEL)
-        for v in scored.verdicts
-        if v.dataset == dataset.key and v.system == system and is_abstention(v.question_id)
-    ]
-    if not values:
-        return "-"
-    judged = [x for x in values if x is not None]
-    text = f"{fmt(sum(judged) / len(judged) if judged else None)} (n={len(judged)})"
-    if len(judged) < len(values):
-        text += f" +{len(values) - len(judged)} excl."
-    return text
