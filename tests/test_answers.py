@@ -143,12 +143,15 @@ def test_faulty_endpoint_replies_are_counted_and_shown(tmp_path: Path) -> None:
     run_dir = _folder(tmp_path)
     judgements = _lines(run_dir / "judgements.jsonl")
     answers = _lines(run_dir / "answers.jsonl")
-    assert any(a["attempts"] > 1 for a in answers + judgements)  # 429s were retried
+    retried = [r for r in answers + judgements if r["attempts"] > 1]
+    assert retried  # 429s were retried, and every try is recorded
+    assert any(t["status"] == 429 and t["wait_s"] > 0 for r in retried for t in r["retries"])
     assert all(j["outcome"] in ("judged", "judge_error") for j in judgements)
     rows = {r["metric"]: r for r in _lines(run_dir / "metrics.jsonl")
             if r["system"] == "bm25" and r["slice"] == "all"}
     errors = sum(j["outcome"] == "judge_error" for j in judgements)
     assert rows["judge_error_count"]["value"] == errors
+    assert rows["llm_retry_count"]["value"] > 0
     judged = rows["answer_correct"]
     assert judged["denominator"] + judged["n_excluded"] == 50
     if errors:

@@ -253,6 +253,9 @@ class AnswerRecord:
     billed_usd: float | None
     latency_ms: float | None
     notes: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """Every try of the calls that needed more than one (call purpose, attempt, HTTP status,
+    error, wait before the next try); left out when every call succeeded at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +294,8 @@ class JudgementRecord:
     attempts: int
     billed_usd: float | None
     latency_ms: float | None
+    retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """As :attr:`AnswerRecord.retries`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -445,9 +450,12 @@ def answer_from_dict(d: Mapping[str, Any]) -> AnswerRecord:
     fields = {f.name for f in dataclasses.fields(AnswerRecord)}
     kw = {k: v for k, v in d.items() if k in fields}
     kw["notes"] = tuple(d.get("notes", ()))
+    kw["retries"] = tuple(d.get("retries", ()))
     return AnswerRecord(**kw)
 
 
 def judgement_from_dict(d: Mapping[str, Any]) -> JudgementRecord:
     fields = {f.name for f in dataclasses.fields(JudgementRecord)}
-    return JudgementRecord(**{k: v for k, v in d.items() if k in fields})
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["retries"] = tuple(d.get("retries", ()))
+    return JudgementRecord(**kw)

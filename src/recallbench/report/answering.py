@@ -13,6 +13,7 @@ ACCOUNTING = (
     ("judge_unparsed_rate", "unparsed (official rule applied)"),
     ("judge_error_count", "judge errors"),
     ("reader_error_count", "reader errors"),
+    ("llm_retry_count", "retries"),
     ("memory_tokens_mean", "memory tokens"),
     ("memory_chars_mean", "memory chars"),
     ("cost_per_usable_answer_usd", "USD / usable answer"),

@@ -133,6 +133,17 @@ def _sum_usd(calls: Sequence[Completion]) -> float | None:
     return total
 
 
+def _retries(calls: Sequence[Completion]) -> tuple[dict[str, object], ...]:
+    """Every try of the calls that needed more than one."""
+    return tuple(
+        {"purpose": c.purpose, "attempt": a.attempt, "status": a.status, "error": a.error,
+         "wait_s": a.wait_s}
+        for c in calls
+        if len(c.attempts) > 1
+        for a in c.attempts
+    )
+
+
 def _latency(calls: Sequence[Completion]) -> float | None:
     values = [c.latency_ms for c in calls if c.latency_ms is not None]
     return sum(values) if values else None
@@ -249,6 +260,7 @@ class AnsweringStep:
             billed_usd=_sum_usd(calls),
             latency_ms=_latency(calls),
             notes=tuple(result.notes),
+            retries=_retries(calls),
         )
 
     def _judgement(
@@ -290,6 +302,7 @@ class AnsweringStep:
             attempts=sum(len(c.attempts) for c in calls),
             billed_usd=_sum_usd(calls) if calls else None,
             latency_ms=_latency(calls),
+            retries=_retries(calls),
         )
 
     # -- the step

@@ -353,6 +353,12 @@ def answering_rows(
                          unparsed / n_j if n_j else None, DENOM_JUDGED, n_j,
                          null_reason=None if n_j else "no judgement recorded"))
         rows.append(_row(base, ALL, "judge_error_count", None, float(errors), DENOM_JUDGED, n_j))
+        retries = sum(int(j.get("retries") or 0) for j in judged) + sum(
+            int(v.answering.get("reader_retries") or 0) for v in mine
+        )
+        rows.append(_row(base, ALL, "llm_retry_count", None, float(retries),
+                         "calls made (reader and judge; a retry is a try after the first)",
+                         n_j + sum(1 for v in mine if v.answering.get("reader_prompt_sha256"))))
         answer_mode = any(v.answering.get("mode") == "answer" for v in mine)
         usd: list[float | None] = [j.get("billed_usd") for j in judged]
         if answer_mode:

@@ -164,6 +164,7 @@ def _judged(
                 memory_tokens=a.memory_tokens,
                 memory_chars=a.memory_chars,
                 reader_cached=a.calls > 0 and a.cached_calls == a.calls,
+                reader_retries=max(0, a.attempts - (a.calls - a.cached_calls)),
                 reader_billed_usd=a.billed_usd,
             )
     judge_info: dict[str, Any] = {}
@@ -194,6 +195,7 @@ def _judged(
             "prompt_tokens": j.prompt_tokens,
             "completion_tokens": j.completion_tokens,
             "cached": j.calls > 0 and j.cached_calls == j.calls,
+            "retries": max(0, j.attempts - (j.calls - j.cached_calls)),
             "billed_usd": j.billed_usd,
         }
     for name in list(metrics):  # a rule set's variant of a judged figure (label:abstention)
