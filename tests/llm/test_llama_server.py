@@ -57,9 +57,11 @@ def test_chat_completion_is_openai_shaped(llama_server: str, llama_model: str) -
     assert 0 < usage["completion_tokens"] <= 16
 
 
-def _answer_records(run_dir: Path) -> list[dict[str, Any]]:
+def _answer_records(run_dir: Path, system: str) -> list[dict[str, Any]]:
+    """The lines of ``answers.jsonl`` for ``system`` (lines that name no system count as its)."""
     lines = (run_dir / "answers.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [r for r in records if r.get("system", system) == system]
 
 
 def _tokens(record: dict[str, Any], field: str) -> list[Any]:
@@ -89,7 +91,7 @@ def test_answer_mode_end_to_end_through_llama_cpp(
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    records = _answer_records(run_dir)
+    records = _answer_records(run_dir, "bm25")
     lines = (SAMPLE_DIR / QUESTIONS_FILE).read_text().splitlines()
     questions = sorted(json.loads(line)["id"] for line in lines if line.strip())
     assert sorted(r["question_id"] for r in records) == questions
