@@ -320,3 +320,58 @@ def test_a_predictions_file_s_answers_are_judged(tmp_path: Path, shared_data: Pa
     )
     assert all(r["mode"] == "answer" for r in rows.values())
     assert len(_lines(folder / "judgements.jsonl")) == len(ds.questions)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("dataset", "mode", "filled"),
+    [
+        ("glasshouse-v0.1:core", "memory", ("gh_memory", "gh_memory:weighted")),
+        ("glasshouse-v0.1:core", "answer", ("gh_answer", "gh_answer:weighted", "gh_dry")),
+        ("locomo", "answer", ("f1", "f1:excl_cat5")),
+        ("beam@{data}/beam/chats/100K/1", "answer", ("rubric", "event_ordering")),
+    ],
+)
+def test_each_benchmark_s_headline_accuracy_is_filled_in_a_mock_run(
+    tmp_path: Path, shared_data: Path, dataset: str, mode: str, filled: tuple[str, ...]
+) -> None:
+    args = ["run", "--systems", "bm25", "--no-baselines", "--data-dir", str(shared_data),
+            "--datasets", dataset.format(data=shared_data), "--mode", mode,
+            "--judge", "mock-judge", "--out", str(tmp_path), "-q", "--llm-concurrency", "16"]
+    if mode == "answer":
+        args += ["--reader", "mock"]
+    code, out = _run(args)
+    assert code == 0, out
+    rows = {r["metric"]: r for r in _lines(_folder(tmp_path) / "metrics.jsonl")
+            if r["system"] == "bm25" and r["slice"] == "all" and r["k"] is None}
+    for metric in filled:
+        assert rows[metric]["value"] is not None, (metric, rows[metric])
+        assert rows[metric]["mode"] == mode
+
+
+def test_a_missing_api_key_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("RB_TEST_KEY", raising=False)
+    code, out = _run(["run", "--systems", "bm25", "--no-baselines", "--mode", "memory",
+                      "--judge", "some-model", "--judge-url", "http://127.0.0.1:9/v1",
+                      "--judge-key-env", "RB_TEST_KEY", "--out", str(tmp_path / "r")])
+    assert code == 2 and "$RB_TEST_KEY, which is not set" in out
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_api_key_is_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = "sk-test-0123456789abcdef-never-write-me"
+    monkeypatch.setenv("RB_TEST_KEY", secret)
+    with MockLLMServer(api_key=secret) as server:
+        code, out = _run(["run", "--systems", "bm25", "--no-baselines", "--mode", "answer",
+                          "--reader", "mock", "--reader-url", server.base_url,
+                          "--reader-key-env", "RB_TEST_KEY", "--judge", "mock-judge",
+                          "--judge-url", server.base_url, "--judge-key-env", "RB_TEST_KEY",
+                          "--out", str(tmp_path / "r")])
+        assert code == 0, out
+        assert server.calls > 0
+    assert secret not in out
+    for path in (tmp_path / "r").rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(errors="replace"), path

@@ -20,6 +20,7 @@ The rules kept here:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,7 +168,14 @@ def resolve_role(
                 f"--{what} mock{'-judge' if what == 'judge' else ''} to try the path offline"
             )
         choice = ModelChoice(pin.model, pin.base_url, pin.api_key_env)
-    return Role(choice, _endpoint(choice, pin, concurrency), pin)
+    endpoint = _endpoint(choice, pin, concurrency)
+    if endpoint.api_key_env and not os.environ.get(endpoint.api_key_env):
+        raise OptionError(
+            f"the {what} {choice.model} at {endpoint.base_url} reads its API key from "
+            f"${endpoint.api_key_env}, which is not set: export {endpoint.api_key_env}=... "
+            f"(the key is never written anywhere), or name another --{what}-key-env"
+        )
+    return Role(choice, endpoint, pin)
 
 
 def labels(
