@@ -707,3 +707,61 @@ def test_the_benchmark_builds_this_instrument_and_catalogues_its_metrics() -> No
     for name in (MEMORY, ANSWER):
         info = catalogue.get(name)
         assert info is not None and info.higher_is_better is True
+
+
+def test_prompts_reaching_the_mock_endpoint_are_the_official_ones(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    loopback: Callable[[Path], str],
+    official: Official,
+    questions: tuple[Question, ...],
+) -> None:
+    """judge.py downloaded from a loopback copy of the shared files; every request body the
+    mock endpoint receives, through recallbench's HTTP client, is the one judge.py builds."""
+    from recallbench.llm.client import ChatClient
+    from recallbench.llm.types import Endpoint
+    from recallbench.testing.mock_llm import MockLLMServer
+
+    monkeypatch.delenv(DIR_ENV, raising=False)
+    monkeypatch.setenv(URL_ENV, loopback(INSTRUMENTS))
+    inst = glasshouse_answering(InstrumentOptions(cache_dir=tmp_path / "cache"))
+    inst = inst.with_models("mock", "mock-judge")
+    official.ns["ANSWER_MODEL"] = "mock"  # the official code, building for the same models
+    official.ns["JUDGES"] = [("mock-judge", "mock judge")]
+    with MockLLMServer() as server:
+        reader = ChatClient(Endpoint(server.base_url, "mock")).as_call()
+        judge = ChatClient(Endpoint(server.base_url, "mock-judge")).as_call()
+        for q in one_per_axis(questions):
+            row, c = dict(q.extra), ctx(q)
+            for mode in ("memory", "answer"):
+                server.reset_counters()
+                read = inst.answer(c, reader) if mode == "answer" else None
+                inst.judge(c, mode, read.answer if read else None, judge)
+                bodies = [dict(b) for b in server.requests]
+                mems = [m.text for m in c.memories]
+                official.payloads.clear()
+                if mode == "memory":
+                    if is_abstention_question(q):
+                        assert bodies == []  # not scorable in memory mode: nothing is sent
+                        continue
+                    official.judge_memory(
+                        row["question_en"], row["gold_answer"],
+                        row.get("required_memories") or [], mems, row["axis"], "k",
+                        row.get("gold_alts"),
+                    )  # fmt: skip
+                else:
+                    assert read is not None and read.answer is not None
+                    official.reply = read.reply or ""
+                    official.generate_answer(row.get("question") or row.get("question_en"),
+                                             mems, "k")
+                    official.judge_answer(
+                        row.get("question_en") or "", row.get("gold_answer"),
+                        row.get("required_memories") or [], read.answer, official_axis(row),
+                        "k", row.get("gold_alts"),
+                    )  # fmt: skip
+                assert [b["messages"] for b in bodies] == [
+                    p["messages"] for p in official.payloads
+                ], (q.axis, mode)
+                # the whole body: model, messages, temperature, max_tokens (no provider block:
+                # the mock models are not in PROVIDER_ORDER)
+                assert bodies == official.payloads, (q.axis, mode)
