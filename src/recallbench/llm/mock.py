@@ -304,8 +304,11 @@ def _recallbench_v1(prompt: str) -> JudgeView | None:
     response = _after(prompt, "Response:\n", "\nEnd of response.")
     if gold is None or response is None:
         return None
-    abstention = says_dont_know(gold.group(1))
-    return JudgeView("recallbench-v1", (gold.group(1),), response, "CORRECT", "WRONG", abstention)
+    also = re.search(r"^Also accepted: (.*)$", prompt, re.MULTILINE)
+    golds = (gold.group(1), *(a.strip() for a in (also.group(1).split(";") if also else ())))
+    # the gold of an abstention question says the history does not answer it
+    abstention = says_dont_know(gold.group(1)) or "does not answer" in gold.group(1)
+    return JudgeView("recallbench-v1", golds, response, "CORRECT", "WRONG", abstention)
 
 
 JUDGE_SHAPES: tuple[Callable[[str], JudgeView | None], ...] = (
