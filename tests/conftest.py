@@ -34,6 +34,23 @@ def shared_data_module() -> Path:
     return path
 
 
+def shared_instruments_dir() -> Path | None:
+    """The benchmarks' own instrument files (``../shared/instruments``), read the way a user's
+    pre-filled copy is: through ``$RECALLBENCH_INSTRUMENTS``."""
+    env = os.environ.get("RECALLBENCH_INSTRUMENTS")
+    path = Path(env) if env else REPO.parent / "shared" / "instruments"
+    return path if path.is_dir() else None
+
+
+@pytest.fixture(autouse=True)
+def _shared_instruments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test reads the benchmarks' instrument files from the shared copies, as it reads
+    the shared data; a test that needs them absent unsets the variable itself."""
+    path = shared_instruments_dir()
+    if path is not None and "RECALLBENCH_INSTRUMENTS" not in os.environ:
+        monkeypatch.setenv("RECALLBENCH_INSTRUMENTS", str(path))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -26,7 +26,7 @@ from recallbench.datasets.fetch import resolve_data_dir
 from recallbench.errors import USER_ERROR_EXIT, UserError
 from recallbench.report.tables import Table
 from recallbench.run.runner import Progress
-from recallbench.spec import DEFAULT_K, RunSpec
+from recallbench.spec import DEFAULT_K, AnsweringSpec, ModelChoice, RunSpec
 from recallbench.systems.registry import BASELINES
 
 app = typer.Typer(
@@ -283,6 +283,86 @@ def check_out_dir(out: Path) -> None:
         raise fail(f"--out {out}: {existing} is not writable; give a folder you can write in")
 
 
+ModeOpt = Annotated[
+    str,
+    typer.Option(
+        help="retrieval (no LLM, the default) | dry (Glasshouse's string rules) | memory (a judge "
+        "reads the returned memories) | answer (a reader answers from them, a judge grades)."
+    ),
+]
+ReaderOpt = Annotated[
+    str | None,
+    typer.Option(help="Reader model (answer mode); default: the benchmark's pinned reader. "
+                 "mock: the shipped mock provider, offline."),
+]
+JudgeOpt = Annotated[
+    str | None,
+    typer.Option(help="Judge model; default: the benchmark's pinned judge. mock-judge: the "
+                 "shipped mock provider, offline."),
+]
+UrlOpt = Annotated[
+    str | None, typer.Option(help="OpenAI-compatible base URL (ending in /v1) of that model.")
+]
+KeyEnvOpt = Annotated[
+    str | None,
+    typer.Option(help="Name of the environment variable holding that endpoint's API key "
+                 "(the key itself is never written anywhere)."),
+]
+
+
+def answering_spec(
+    mode: str,
+    reader: str | None,
+    reader_url: str | None,
+    reader_key_env: str | None,
+    judge: str | None,
+    judge_url: str | None,
+    judge_key_env: str | None,
+    condition: str | None,
+    prompts: str,
+    reader_preset: str | None,
+    judge_variant: str | None,
+    same_model: bool,
+    llm_concurrency: int,
+) -> AnsweringSpec | None:
+    """The run's answering options (None in retrieval mode), checked before any work."""
+    from recallbench.answers import check_answering
+
+    if mode == "retrieval" and not any((reader, judge, condition)):
+        return None
+
+    def choice(model: str | None, url: str | None, key_env: str | None, what: str):
+        if model is None:
+            if url or key_env:
+                raise fail(f"--{what}-url and --{what}-key-env need --{what} MODEL")
+            return None
+        return ModelChoice(model, url.rstrip("/") if url else None, key_env)
+
+    spec = AnsweringSpec(
+        mode=mode,
+        reader=choice(reader, reader_url, reader_key_env, "reader"),
+        judge=choice(judge, judge_url, judge_key_env, "judge"),
+        conditions=tuple(c.strip() for c in (condition or "").split(",") if c.strip()),
+        prompts=prompts,
+        reader_preset=reader_preset,
+        judge_variant=judge_variant,
+        same_model=same_model,
+        llm_concurrency=llm_concurrency,
+    )
+    try:
+        check_answering(spec)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    return spec
+
+
+ANSWERING_FLAGS = (
+    "mode", "reader", "reader_url", "reader_key_env", "judge", "judge_url", "judge_key_env",
+    "condition", "prompts", "reader_preset", "judge_variant", "same_model", "llm_concurrency",
+)  # fmt: skip
+"""``run`` options that shape the answering spec (a resumed run keeps its own)."""
+
+
 @app.command()
 def run(
     ctx: typer.Context,
@@ -330,10 +410,46 @@ def run(
         Path | None, typer.Option(help="Continue an interrupted run folder under the same run id.")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    mode: ModeOpt = "retrieval",
+    reader: ReaderOpt = None,
+    reader_url: UrlOpt = None,
+    reader_key_env: KeyEnvOpt = None,
+    judge: JudgeOpt = None,
+    judge_url: UrlOpt = None,
+    judge_key_env: KeyEnvOpt = None,
+    condition: Annotated[
+        str | None,
+        typer.Option(help="Also run no-memory (the reader gets nothing: the floor) and/or "
+                     "oracle (the gold evidence turns: the ceiling), joined by commas."),
+    ] = None,
+    prompts: Annotated[
+        str, typer.Option(help="official (the benchmark's own) | recallbench-v1 (labelled).")
+    ] = "official",
+    reader_preset: Annotated[
+        str | None, typer.Option(help="Reader prompt preset (LongMemEval's templates).")
+    ] = None,
+    judge_variant: Annotated[
+        str | None, typer.Option(help="Judge variant: mem0-j (LoCoMo, labelled).")
+    ] = None,
+    same_model: Annotated[
+        bool, typer.Option("--same-model", help="Allow the reader to be the judge (labelled).")
+    ] = False,
+    llm_concurrency: Annotated[
+        int, typer.Option(help="LLM calls in flight per endpoint.", min=1)
+    ] = 8,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")
+    ] = False,
+    prices: Annotated[
+        Path | None,
+        typer.Option(help="Price table (TOML or JSON: model -> USD per 1M tokens) for cost."),
+    ] = None,
 ) -> None:
-    """Run memory systems (beside the baselines) on datasets and score retrieval."""
+    """Run memory systems (beside the baselines) on datasets and score retrieval, and in memory
+    or answer mode their answers, with each benchmark's official reader and judge."""
     from recallbench.benchmarks import load_dataset, split_refs
     from recallbench.pipeline import (
+        LLMOptions,
         check_errata_used,
         check_spec,
         check_systems,
@@ -345,8 +461,16 @@ def run(
 
     data = resolve_data_dir(data_dir)
     bar = _Bar(enabled=not quiet)
+    llm = LLMOptions(use_cache=not no_cache, prices=prices)
     try:
         if resume is not None:
+            for name in ANSWERING_FLAGS:
+                if given(ctx, name):
+                    raise fail(
+                        f"--{name.replace('_', '-')} cannot change a resumed run (it keeps the "
+                        f"answering options in {resume / 'run.json'}); drop it, or re-judge a "
+                        "finished run with `recallbench score RUN --judge MODEL`"
+                    )
             manifest = read_manifest(resume)
             check_resume_flags(
                 ctx,
@@ -368,10 +492,14 @@ def run(
                 out=out,
             )
             with interrupt_guard(lambda: resume), bar.progress:
-                scored = resume_run(resume, data, bar.callbacks(), cache_dir)
+                scored = resume_run(resume, data, bar.callbacks(), cache_dir, llm)
         else:
             if chunking not in CHUNKINGS:
                 raise fail(f"--chunking must be one of {', '.join(CHUNKINGS)}, got {chunking!r}")
+            answering = answering_spec(
+                mode, reader, reader_url, reader_key_env, judge, judge_url, judge_key_env,
+                condition, prompts, reader_preset, judge_variant, same_model, llm_concurrency,
+            )
             options = dataset_options(
                 image_mode=image_mode,
                 questions=questions,
@@ -410,6 +538,7 @@ def run(
                 concurrency=concurrency,
                 system_configs=configs,
                 dataset_options=options,
+                answering=answering,
             )
             folder: list[Path] = []  # told by start_run once the folder exists
             with interrupt_guard(lambda: folder[0] if folder else None), bar.progress:
@@ -421,6 +550,7 @@ def run(
                     cache_dir,
                     datasets=loaded,
                     on_folder=folder.append,
+                    llm=llm,
                 )
     except UserError as exc:
         raise fail(str(exc)) from None
@@ -523,16 +653,43 @@ def score(
             "they are excluded under the rule not_asked and every row says incomplete.",
         ),
     ] = False,
+    judge: Annotated[
+        str | None,
+        typer.Option(help="Re-judge a memory- or answer-mode run with this judge (no system or "
+                     "reader is called), or judge a predictions file's answers."),
+    ] = None,
+    judge_url: UrlOpt = None,
+    judge_key_env: KeyEnvOpt = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Shared cache; default $RECALLBENCH_CACHE or a user cache.")
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")
+    ] = False,
+    prices: Annotated[
+        Path | None, typer.Option(help="Price table (TOML or JSON) for the judge's cost.")
+    ] = None,
 ) -> None:
-    """Re-score a run from disk without calling any system, or score a predictions file."""
-    from recallbench.pipeline import score_run, tables
+    """Re-score a run from disk without calling any system, re-judge it with another judge, or
+    score a predictions file."""
+    from recallbench.pipeline import LLMOptions, rejudge_run, score_run, tables
     from recallbench.report.summary import rules_lines
 
     data = resolve_data_dir(data_dir)
+    if (judge_url or judge_key_env) and judge is None:
+        raise fail("--judge-url and --judge-key-env need --judge MODEL")
     if target.is_dir():
         check_score_dir_flags(ctx, target, k)
         try:
-            scored = score_run(target, data, incomplete=incomplete)
+            if judge is not None:
+                choice = ModelChoice(judge, judge_url.rstrip("/") if judge_url else None,
+                                     judge_key_env)
+                bar = _Bar(enabled=not quiet)
+                with bar.progress:
+                    scored = rejudge_run(target, data, choice, bar.callbacks(), cache_dir,
+                                         LLMOptions(use_cache=not no_cache, prices=prices))
+            else:
+                scored = score_run(target, data, incomplete=incomplete)
         except UserError as exc:
             raise fail(str(exc)) from None
         for key, miss in scored.missing.items():
@@ -564,9 +721,15 @@ def score(
     ref = dataset_ref(dataset, tier)
     options = dataset_options(questions=questions, errata=errata)
     ks = parse_ks(k) if k else None
+    judging = None
+    if judge is not None:
+        judging = AnsweringSpec(
+            "answer", judge=ModelChoice(judge, judge_url.rstrip("/") if judge_url else None,
+                                        judge_key_env)
+        )
     score_file(
         target, ref, options, mode, ks, out, results_dir, data, quiet,
-        format_name, name, unknown_turns,
+        format_name, name, unknown_turns, judging, cache_dir, not no_cache, prices,
     )  # fmt: skip
 
 
@@ -583,9 +746,14 @@ def score_file(
     format_name: str | None = None,
     name: str = "external",
     unknown_turns: str = "refuse",
+    judging: AnsweringSpec | None = None,
+    cache_dir: Path | None = None,
+    use_cache: bool = True,
+    prices: Path | None = None,
 ) -> None:
-    """``recallbench score FILE``: score, write, then print the tables (unless ``quiet``), the
-    notes on how the file was read (stderr), what the figures carry and the rules applied."""
+    """``recallbench score FILE``: score (and with ``judging`` judge the answers), write, then
+    print the tables (unless ``quiet``), the notes on how the file was read (stderr), what the
+    figures carry and the rules applied."""
     from recallbench import pipeline
     from recallbench.report.predictions import predictions_header
     from recallbench.report.summary import rules_lines
@@ -603,6 +771,9 @@ def score_file(
             format_name=format_name,
             system=name.strip(),
             unknown_turns=unknown_turns,
+            judging=judging,
+            cache_dir=cache_dir,
+            llm=pipeline.LLMOptions(use_cache=use_cache, prices=prices),
         )
     except UserError as exc:
         raise fail(str(exc)) from None
@@ -615,6 +786,76 @@ def score_file(
     for line in [*header, *rules_lines(done.scored)]:
         console.print(line, highlight=False, markup=False)
     console.print(f"verdicts, metrics and summary: {done.folder}", highlight=False, markup=False)
+
+
+@app.command("judge-check")
+def judge_check_cmd(
+    dataset: Annotated[str, typer.Option(help="Dataset (name, name:variant or name@PATH).")],
+    judge: JudgeOpt = None,
+    judge_url: UrlOpt = None,
+    judge_key_env: KeyEnvOpt = None,
+    tier: Annotated[str | None, typer.Option(help="Variant (tier) of the dataset.")] = None,
+    questions: Annotated[str | None, typer.Option(help="Question set of the dataset.")] = None,
+    mode: Annotated[str, typer.Option(help="memory | answer: the judge prompt checked.")] = (
+        "answer"
+    ),
+    prompts: Annotated[str, typer.Option(help="official | recallbench-v1.")] = "official",
+    judge_variant: Annotated[str | None, typer.Option(help="Judge variant (mem0-j).")] = None,
+    per_type: Annotated[
+        int | None, typer.Option(help="Keep the first N cases of each case type.", min=1)
+    ] = None,
+    llm_concurrency: Annotated[int, typer.Option(help="Judge calls in flight.", min=1)] = 8,
+    cache_dir: Annotated[Path | None, typer.Option(help="Shared cache.")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache")] = False,
+    out: Annotated[Path | None, typer.Option(help="Also write the result (JSON) here.")] = None,
+    data_dir: DataDirOpt = None,
+) -> None:
+    """How well a judge grades cases whose right verdict the benchmark's own rules give (the
+    gold verbatim, an accepted alternative, a plausible wrong answer, "I don't know" on each
+    axis, ...): accuracy per case type. Stored, and shown on the card of every run that uses
+    that judge on that dataset."""
+    from recallbench import answers
+    from recallbench.benchmarks import load_dataset
+    from recallbench.pipeline import default_cache_dir, progress_ticker
+    from recallbench.results import store
+
+    data = resolve_data_dir(data_dir)
+    spec = answering_spec(mode, None, None, None, judge, judge_url, judge_key_env, None,
+                          prompts, None, judge_variant, False, llm_concurrency)
+    assert spec is not None
+    if mode not in ("memory", "answer"):
+        raise fail(f"--mode must be memory or answer, got {mode!r}")
+    cache = cache_dir or default_cache_dir()
+    bar = _Bar(enabled=True)
+    try:
+        ds = load_dataset(dataset_ref(dataset, tier), data, dataset_options(questions=questions))
+        with bar.progress:
+            tick = progress_ticker(bar.callbacks(), f"judge-check {ds.key}")
+            check = answers.judge_check(
+                ds, spec, cache, answers.call_factory(cache, not no_cache), progress=tick
+            )
+        inst = answers.instrument_for(ds, spec, cache, 0)
+        key = answers.judge_check_key(ds, inst, mode, check.judge)
+        path = answers.store_judge_check(check, key, cache)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    rows = []
+    for name, t in sorted(check.by_type.items()):
+        acc = f"{t['correct'] / t['judged']:.3f}" if t["judged"] else "n/a"
+        rows.append((name, str(t["cases"]), acc, str(t["unparsed"]), str(t["errors"])))
+    print_table(
+        Table(
+            f"judge check: {check.judge} on {ds.key} ({check.instrument}, {mode} mode)",
+            ("case type", "cases", "accuracy", "unparsed", "judge errors"),
+            tuple(rows),
+            "accuracy over cases judged (judge errors excluded); expected verdicts from the "
+            "benchmark's own scoring rules",
+        )
+    )
+    console.print(check.summary(), highlight=False, markup=False)
+    if out is not None:
+        store.write_json(out, check.to_dict())
+    console.print(f"stored: {path}", highlight=False, markup=False)
 
 
 @app.command("controls")

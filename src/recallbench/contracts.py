@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"
 """Version of the results folder format; ``run.json`` records it and readers check it."""
 
 ALL = "all"
@@ -204,6 +204,98 @@ class Verdict:
     flags: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """The observation's flags (``rule: explanation``), unchanged; left out of the JSON when
     empty."""
+    mode: str = "retrieval"
+    """The run's mode (``retrieval``, ``dry``, ``memory``, ``answer``)."""
+    answering: Mapping[str, Any] = field(default_factory=dict, metadata={OMIT_EMPTY: True})
+    """In memory and answer modes: mode, condition, instrument, reader, judge, prompt hashes,
+    token counts, cost, cache hits and the non-standard labels of this question's answer and
+    judgements; left out of the JSON in retrieval mode."""
+
+
+AnswerOutcome = Literal["answered", "reader_error", "miss"]
+JudgementOutcome = Literal["judged", "judge_error", "not_judged", "miss"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRecord:
+    """What the reader wrote for one question of one system (``answers.jsonl``).
+
+    ``outcome``: ``answered``; ``reader_error`` (a reader call failed after its retries:
+    ``error`` says why; the question's answer figures are null, out of the denominator);
+    ``miss`` (the search failed, so no reader ran: the answer figures are 0). Token counts are
+    the API's own ``usage`` fields summed over the calls (None when any call gave none);
+    ``memory_tokens`` is ``prompt_tokens`` minus the empty-prompt baseline (None when not
+    measured); ``memory_chars`` the characters of the memories the reader was given.
+    """
+
+    run_id: str
+    dataset: str
+    system: str
+    question_id: str
+    mode: str
+    condition: str
+    instrument: str
+    reader: str
+    reader_preset: str | None
+    sample: int
+    outcome: AnswerOutcome
+    answer: str | None
+    reply: str | None
+    error: str | None
+    prompt_sha256: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    memory_tokens: int | None
+    memory_chars: int
+    calls: int
+    cached_calls: int
+    attempts: int
+    billed_usd: float | None
+    latency_ms: float | None
+    notes: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """Every try of the calls that needed more than one (call purpose, attempt, HTTP status,
+    error, wait before the next try); left out when every call succeeded at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgementRecord:
+    """One judged figure of one question (``judgements.jsonl``), keyed by judge and metric, so
+    one run can hold the judgements of several judges.
+
+    ``outcome``: ``judged`` (``value`` parsed the official way; ``unparsed`` when the official
+    parser found no verdict and applied its default); ``judge_error`` (transport failure or
+    empty body after the official retries: ``value`` None, out of the denominator);
+    ``not_judged`` (the protocol does not judge this question: ``error`` holds the rule);
+    ``miss`` (the search or the answer failed as a miss: ``value`` 0, no judge call).
+    """
+
+    run_id: str
+    dataset: str
+    system: str
+    question_id: str
+    mode: str
+    condition: str
+    instrument: str
+    judge: str
+    reader: str | None
+    metric: str
+    sample: int
+    outcome: JudgementOutcome
+    value: float | None
+    unparsed: bool
+    reply: str | None
+    error: str | None
+    prompt_sha256: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    calls: int
+    cached_calls: int
+    attempts: int
+    billed_usd: float | None
+    latency_ms: float | None
+    retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """As :attr:`AnswerRecord.retries`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +318,12 @@ class MetricRow:
     null_reason: str | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    mode: str = "retrieval"
+    """The run's mode: ``retrieval``, ``dry``, ``memory`` or ``answer`` (rows of results
+    written before format 3 read as ``retrieval``)."""
+    non_standard: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """Why the row is not the benchmark's standard score (``not a Glasshouse v0.1 score:
+    reader X``); left out when it is."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,4 +441,21 @@ def verdict_from_dict(d: Mapping[str, Any]) -> Verdict:
 
 def metric_row_from_dict(d: Mapping[str, Any]) -> MetricRow:
     fields = {f.name for f in dataclasses.fields(MetricRow)}
-    return MetricRow(**{k: v for k, v in d.items() if k in fields})
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["non_standard"] = tuple(d.get("non_standard", ()))
+    return MetricRow(**kw)
+
+
+def answer_from_dict(d: Mapping[str, Any]) -> AnswerRecord:
+    fields = {f.name for f in dataclasses.fields(AnswerRecord)}
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["notes"] = tuple(d.get("notes", ()))
+    kw["retries"] = tuple(d.get("retries", ()))
+    return AnswerRecord(**kw)
+
+
+def judgement_from_dict(d: Mapping[str, Any]) -> JudgementRecord:
+    fields = {f.name for f in dataclasses.fields(JudgementRecord)}
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["retries"] = tuple(d.get("retries", ()))
+    return JudgementRecord(**kw)

@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+from recallbench import answers
 from recallbench.benchmarks import benchmark_of, get_benchmark, load_dataset
 from recallbench.contracts import (
     ALL,
@@ -61,16 +62,18 @@ from recallbench.results.manifest import (
     write_manifest,
 )
 from recallbench.results.scored import ScoredRun
+from recallbench.run.answering import read_answers, read_judgements
 from recallbench.run.runner import Progress, Runner, image_paths
-from recallbench.score.aggregate import NOT_ASKED, aggregate
+from recallbench.score.aggregate import NOT_ASKED, aggregate, answering_rows
 from recallbench.score.predictions import (
     PREDICTIONS_SYSTEM,
     PredictionsScore,
     per_question_lines,
     score_predictions,
 )
-from recallbench.score.scorer import score_dataset
-from recallbench.spec import RunSpec
+from recallbench.score.rules import ScoringContext
+from recallbench.score.scorer import Answering, score_dataset
+from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec
 from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
 
@@ -158,6 +161,46 @@ def check_spec(spec: RunSpec) -> None:
         raise OptionError(f"--concurrency must be at least 1, got {spec.concurrency}")
     if not spec.k or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in spec.k):
         raise OptionError(f"--k values must be positive integers, got {list(spec.k)!r}")
+    if spec.answering is not None:
+        answers.check_answering(spec.answering)
+
+
+def check_mode_datasets(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> None:
+    """``--mode dry`` scores Glasshouse's string rules: refuse it when no dataset has them."""
+    if spec.mode == "dry" and not any(benchmark_of(ds).rules.answer_modes for ds in datasets):
+        raise OptionError(
+            "--mode dry applies Glasshouse's string rules; none of the datasets "
+            f"({', '.join(ds.key for ds in datasets)}) has them: use --mode memory or answer"
+        )
+
+
+def answering_record(
+    spec: RunSpec, planned: Sequence[answers.DatasetAnswering], cache_dir: Path | None = None
+) -> dict[str, Any]:
+    """``run.json``'s ``answering``: per dataset its instrument, roles, pins and labels, and
+    the judge whose judgements are scored (``judge``) among those recorded (``judges``)."""
+    assert spec.answering is not None
+    datasets = {}
+    for item in planned:
+        rec = item.record()
+        metrics = item.instrument.judge_metrics.get(spec.answering.mode, ())
+        rec["metrics"] = list(metrics)
+        rec["rule_metrics"] = [
+            f.metric for f in benchmark_of(item.dataset).rules.answer_figures
+            if spec.answering.mode == "answer"
+        ]
+        rec["weighted_metrics"] = [m for m in item.instrument.weighted_metrics if m in metrics]
+        rec["judge_label"] = item.judge.label if item.judge else None
+        if cache_dir is not None and item.judge is not None:
+            key = answers.judge_check_key(item.dataset, item.instrument, spec.answering.mode,
+                                          item.judge.label)
+            rec["judge_check"] = answers.stored_judge_check(key, cache_dir) or (
+                f"not measured: run `recallbench judge-check --judge {item.judge.choice.model} "
+                f"--dataset {item.dataset.key}`"
+            )
+        datasets[item.dataset.key] = rec
+    judges = sorted({item.judge.label for item in planned if item.judge is not None})
+    return {"mode": spec.answering.mode, "datasets": datasets, "judges": judges}
 
 
 def load_datasets(spec: RunSpec, data_dir: Path) -> list[LoadedDataset]:
@@ -314,6 +357,58 @@ def _score_and_complete(
     return scored
 
 
+@dataclasses.dataclass(frozen=True)
+class LLMOptions:
+    """How the answer step reaches its models: the response cache (``use_cache``), a price
+    table file, and a factory replacing the HTTP client (tests)."""
+
+    use_cache: bool = True
+    prices: Path | None = None
+    call_factory: answers.CallFactory | None = None
+
+
+def progress_ticker(progress: Progress | None, description: str) -> Callable[[int, int], None]:
+    """A ``(done, total)`` callback drawing one progress task: ``done == 0`` starts it, every
+    later call advances it by one."""
+    started = False
+
+    def tick(done: int, total: int) -> None:
+        nonlocal started
+        if progress is None:
+            return
+        if not started:
+            progress.start_task(description, total)
+            started = True
+        if done:
+            progress.advance(1)
+
+    return tick
+
+
+def _answer_step(
+    run_dir: Path,
+    manifest: RunManifest,
+    loaded: Sequence[LoadedDataset],
+    progress: Progress | None,
+    cache: Path,
+    llm: LLMOptions,
+    judge: str | None = None,
+) -> None:
+    """Write the answers and judgements the run lacks (memory and answer modes only)."""
+    spec = manifest.spec
+    if spec.answering is None or spec.mode not in answers.LLM_MODES:
+        return
+    observations = store.read_observations(run_dir)
+    observations = answers.add_condition_observations(
+        run_dir, manifest.run_id, spec, loaded, observations, now_rfc3339()
+    )
+    planned = answers.plan(spec, loaded, cache)
+    make_call = llm.call_factory or answers.call_factory(cache, llm.use_cache, llm.prices)
+    for item in planned:
+        answers.run_step(run_dir, manifest.run_id, spec, [item], observations, make_call,
+                         progress=progress_ticker(progress, f"{spec.mode} {item.dataset.key}"))
+
+
 def _execute(
     run_dir: Path,
     data_dir: Path,
@@ -321,14 +416,17 @@ def _execute(
     loaded: Sequence[LoadedDataset],
     progress: Progress | None,
     cache_dir: Path | None,
+    llm: LLMOptions | None = None,
 ) -> ScoredRun:
-    """Run the systems, finish the manifest and score; ``run.json`` says ``interrupted`` if
-    Ctrl-C (or SIGTERM under :func:`sigterm_as_exit`) stops it. The caller holds the lock."""
+    """Run the systems, write answers and judgements (memory and answer modes), finish the
+    manifest and score; ``run.json`` says ``interrupted`` if Ctrl-C (or SIGTERM under
+    :func:`sigterm_as_exit`) stops it. The caller holds the lock."""
 
     def work() -> ScoredRun:
         cache = cache_dir or default_cache_dir()
         runner = Runner(manifest.spec, loaded, run_dir, manifest.run_id, progress, cache)
         runner.execute()
+        _answer_step(run_dir, manifest, loaded, progress, cache, llm or LLMOptions())
         _finish(run_dir, manifest, runner)
         return _score_and_complete(run_dir, data_dir, manifest, loaded)
 
@@ -344,6 +442,7 @@ def start_run(
     datasets: Sequence[LoadedDataset] | None = None,
     extra_manifest: Mapping[str, Any] | None = None,
     on_folder: Callable[[Path], None] | None = None,
+    llm: LLMOptions | None = None,
 ) -> ScoredRun:
     """Check everything, create the run's folder (``<UTC start>-<spec hash>``, suffixed ``-2``,
     ``-3``, ... if taken), run every system and score, holding the folder's lock throughout.
@@ -356,18 +455,26 @@ def start_run(
     check_unique_datasets(spec.datasets, loaded)
     declared = _declared(spec)
     check_images(spec, loaded, declared)
+    check_mode_datasets(spec, loaded)
     manifest = new_manifest(spec, loaded, declared)
+    if spec.answering is not None and spec.mode in answers.LLM_MODES:
+        planned = answers.plan(spec, loaded, cache_dir or default_cache_dir())
+        manifest.answering = answering_record(spec, planned, cache_dir or default_cache_dir())
     manifest.extra.update(extra_manifest or {})
     run_dir = _new_run_dir(out_dir, manifest)
     if on_folder is not None:
         on_folder(run_dir)
     with store.lock_folder(run_dir):
         write_manifest(run_dir, manifest)
-        return _execute(run_dir, data_dir, manifest, loaded, progress, cache_dir)
+        return _execute(run_dir, data_dir, manifest, loaded, progress, cache_dir, llm)
 
 
 def resume_run(
-    run_dir: Path, data_dir: Path, progress: Progress | None = None, cache_dir: Path | None = None
+    run_dir: Path,
+    data_dir: Path,
+    progress: Progress | None = None,
+    cache_dir: Path | None = None,
+    llm: LLMOptions | None = None,
 ) -> ScoredRun:
     """Continue an interrupted run under the same run id: nothing lost, nothing duplicated.
 
@@ -382,7 +489,49 @@ def resume_run(
         manifest.resumed_at.append(now_rfc3339())
         manifest.status = "running"
         write_manifest(run_dir, manifest)
-        return _execute(run_dir, data_dir, manifest, loaded, progress, cache_dir)
+        return _execute(run_dir, data_dir, manifest, loaded, progress, cache_dir, llm)
+
+
+def rejudge_run(
+    run_dir: Path,
+    data_dir: Path,
+    judge: ModelChoice,
+    progress: Progress | None = None,
+    cache_dir: Path | None = None,
+    llm: LLMOptions | None = None,
+) -> ScoredRun:
+    """Judge a finished memory- or answer-mode run again with another judge, without calling
+    any system or the reader: the new judgements join ``judgements.jsonl`` (keyed by judge, so
+    the old ones stay), ``run.json`` names the judge now scored, and the run is re-scored. The
+    run's spec (and so its id) is unchanged. Holds the folder's lock."""
+    read_manifest(run_dir)
+    with store.lock_folder(run_dir):
+        manifest = read_manifest(run_dir)
+        spec = manifest.spec
+        if spec.answering is None or spec.mode not in answers.LLM_MODES:
+            raise OptionError(
+                f"--judge: {run_dir} is a {spec.mode} run; only memory- and answer-mode runs "
+                "have judgements to redo"
+            )
+        loaded = load_run_datasets(manifest, data_dir)
+        cache = cache_dir or default_cache_dir()
+        judged = answers.with_judge(spec, judge)
+        planned = answers.plan(judged, loaded, cache)
+        options = llm or LLMOptions()
+        make_call = options.call_factory or answers.call_factory(
+            cache, options.use_cache, options.prices
+        )
+        observations = store.read_observations(run_dir)
+        for item in planned:
+            answers.run_step(
+                run_dir, manifest.run_id, judged, [item], observations, make_call,
+                judge_only=True, progress=progress_ticker(progress, f"judge {item.dataset.key}"),
+            )
+        record = answering_record(judged, planned, cache)
+        record["judges"] = sorted({*manifest.answering.get("judges", ()), *record["judges"]})
+        manifest.answering = record
+        write_manifest(run_dir, manifest)
+        return _score_run(run_dir, data_dir, loaded)
 
 
 def repair_run(run_dir: Path) -> int:
@@ -480,6 +629,41 @@ def _not_asked(
     return out
 
 
+def answering_of(
+    manifest: RunManifest, ds: LoadedDataset, judge: str | None = None
+) -> Answering | None:
+    """What the scorer needs of a memory- or answer-mode run for one dataset (None otherwise):
+    the judge scored is ``judge`` if given, else the one ``run.json`` names."""
+    info = (manifest.answering.get("datasets") or {}).get(ds.key)
+    if not info:
+        return None
+    return Answering(
+        mode=str(manifest.answering["mode"]),
+        judge=judge or str(info.get("judge_label") or ""),
+        metrics=tuple(info.get("metrics", ())),
+        instrument=str(info.get("instrument", "")),
+        reader=(info.get("reader") or {}).get("label") or (info.get("reader") or {}).get("model"),
+        non_standard=tuple(info.get("non_standard", ())),
+    )
+
+
+def _index_answering(
+    base: Answering | None, ds: LoadedDataset, run_dir: Path
+) -> Answering | None:
+    if base is None:
+        return None
+    return Answering.of(
+        ds.key, base.mode, base.judge, base.metrics, read_answers(run_dir),
+        read_judgements(run_dir), instrument=base.instrument, reader=base.reader,
+        non_standard=base.non_standard,
+    )
+
+
+def _stated(rows: Sequence[MetricRow], mode: str, non_standard: Sequence[str]) -> list[MetricRow]:
+    """Every row with the run's mode and the dataset's non-standard labels."""
+    return [dataclasses.replace(r, mode=mode, non_standard=tuple(non_standard)) for r in rows]
+
+
 def _score_run(
     run_dir: Path,
     data_dir: Path,
@@ -493,13 +677,17 @@ def _score_run(
     observations, ingests = read_logs(run_dir)
     missing: dict[str, dict[str, int]] = {}
     ignoring = ignores_k(manifest)
-    per_dataset: list[tuple[LoadedDataset, list[Verdict]]] = []
+    systems = answers.scored_systems(spec)
+    context = ScoringContext(run_mode=spec.mode)
+    per_dataset: list[tuple[LoadedDataset, list[Verdict], Answering | None]] = []
     for ds in loaded:
         bench = benchmark_of(ds)
+        answering = _index_answering(answering_of(manifest, ds), ds, run_dir)
         v, miss = score_dataset(
-            ds, observations, spec.k, spec.systems, bench.rules, ignores_k=ignoring
+            ds, observations, spec.k, systems, bench.rules, context, ignores_k=ignoring,
+            answering=answering,
         )
-        per_dataset.append((ds, v))
+        per_dataset.append((ds, v, answering))
         if miss:
             missing[ds.key] = miss
     if missing and not incomplete:
@@ -515,20 +703,25 @@ def _score_run(
         )
     verdicts: list[Verdict] = []
     metrics: list[MetricRow] = []
-    for ds, v in per_dataset:
+    for ds, v, answering in per_dataset:
         bench = benchmark_of(ds)
         verdicts.extend(v)
+        info = (manifest.answering.get("datasets") or {}).get(ds.key) or {}
+        weighted = (*bench.rules.weighted_metrics, *info.get("weighted_metrics", ()))
+        rows = aggregate(
+            ds,
+            v,
+            observations,
+            ingests,
+            systems,
+            manifest.run_id,
+            weighted,
+            not_asked=_not_asked(ds, v, systems) if ds.key in missing else None,
+        )
+        if answering is not None:
+            rows.extend(answering_rows(ds, v, systems, manifest.run_id))
         metrics.extend(
-            aggregate(
-                ds,
-                v,
-                observations,
-                ingests,
-                spec.systems,
-                manifest.run_id,
-                bench.rules.weighted_metrics,
-                not_asked=_not_asked(ds, v, spec.systems) if ds.key in missing else None,
-            )
+            _stated(rows, spec.mode, answering.non_standard if answering else ())
         )
         bench.report.write_exports(run_dir, ds, observations, v)
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
@@ -541,7 +734,8 @@ def _score_run(
         tuple(metrics),
         missing,
         observations=len(observations),
-        answers_generated=sum(1 for o in observations if o.answer_generated),
+        answers_generated=sum(1 for o in observations if o.answer_generated)
+        + sum(1 for v in verdicts if v.answering.get("answer_outcome") == "answered"),
         floors=run_floors(loaded, spec.k),
         rules=applied_rules(loaded),
     )
@@ -608,6 +802,59 @@ def predictions_run(
     )
 
 
+PREDICTIONS_READER = "predictions file"
+
+
+def _file_judge(
+    ds: LoadedDataset,
+    ref: str,
+    system: str,
+    folder: Path,
+    judging: AnsweringSpec,
+    cache_dir: Path | None,
+    llm: LLMOptions,
+) -> Callable[[Sequence[Observation]], Answering]:
+    """The judging of a predictions file's answers, planned (and refused if impossible) now,
+    run when the scorer hands over the file's observations."""
+    cache = cache_dir or default_cache_dir()
+    spec = RunSpec(systems=(system,), datasets=(ref,), answering=judging)
+    check_spec(spec)
+    inst = answers.instrument_for(ds, judging, cache, 0)
+    if not inst.judge_metrics.get(judging.mode):
+        raise OptionError(f"--judge: {inst.name} scores {ds.key} answers without a judge")
+    judge = answers.resolve_role("judge", judging.judge, inst.judge_pin,
+                                 judging.llm_concurrency, ds.key)
+    inst = inst.with_models(None, judge.choice.model)
+    non_standard, notes = answers.labels(ds, inst, judging, None, judge)
+    if inst.reader is not None:
+        notes = (*notes, f"answers from a predictions file: the reader is not "
+                         f"{inst.reader.model}, or not known to be")
+    item = answers.DatasetAnswering(ds, inst, None, judge, non_standard, notes)
+    make_call = llm.call_factory or answers.call_factory(cache, llm.use_cache, llm.prices)
+
+    def judge_answers(observations: Sequence[Observation]) -> Answering:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in (store.ANSWERS, store.JUDGEMENTS):  # the file's answers, judged afresh
+            (folder / name).unlink(missing_ok=True)
+        run_id = observations[0].run_id if observations else "external"
+        log = store.AppendLog(folder / store.ANSWERS)
+        try:
+            for o in observations:
+                log.append(answers.file_answer(o, run_id, judging.mode, inst.name,
+                                               PREDICTIONS_READER))
+        finally:
+            log.close()
+        answers.run_step(folder, run_id, spec, [item], observations, make_call,
+                         judge_only=True)
+        return Answering.of(
+            ds.key, judging.mode, judge.label, inst.judge_metrics[judging.mode],
+            read_answers(folder), read_judgements(folder), instrument=inst.name,
+            reader=PREDICTIONS_READER, non_standard=non_standard,
+        )
+
+    return judge_answers
+
+
 def score_file(
     path: Path,
     ref: str,
@@ -621,6 +868,9 @@ def score_file(
     format_name: str | None = None,
     system: str = PREDICTIONS_SYSTEM,
     unknown_turns: str = "refuse",
+    judging: AnsweringSpec | None = None,
+    cache_dir: Path | None = None,
+    llm: LLMOptions | None = None,
 ) -> ScoredFile:
     """Score a predictions file against dataset ``ref`` by its benchmark's rules and write
     ``verdicts.jsonl``, ``metrics.jsonl`` and ``summary.md`` to ``results_dir`` (default
@@ -628,7 +878,9 @@ def score_file(
 
     ``ks`` default to the dataset's own depths; ``format_name``, ``system`` and
     ``unknown_turns`` are those of :func:`~recallbench.score.predictions.score_predictions`.
-    Everything is checked before anything is written.
+    ``judging`` (``--judge``): the file's answers are also judged by the benchmark's official
+    judge (or the one named), written as ``answers.jsonl`` and ``judgements.jsonl`` in the
+    results folder, and scored like a run's. Everything is checked before anything is written.
     """
     opts = dict(options or {})
     bench = get_benchmark(parse_dataset_ref(ref)[0])
@@ -636,6 +888,10 @@ def score_file(
     ds = load_dataset(ref, data_dir, opts, predictions=True)
     check_errata_used(opts.get("errata"), [ds])
     depths = tuple(ks) if ks else tuple(ds.default_k)
+    folder = results_dir or path.with_name(path.stem + ".scored")
+    judged = None
+    if judging is not None:
+        judged = _file_judge(ds, ref, system, folder, judging, cache_dir, llm or LLMOptions())
     result = score_predictions(
         path,
         ds,
@@ -646,8 +902,8 @@ def score_file(
         format_name=format_name,
         system=system,
         unknown_turns=unknown_turns,
+        judged=judged,
     )
-    folder = results_dir or path.with_name(path.stem + ".scored")
     scored = predictions_run(result, ds, ref, depths, folder, opts)
     shown = tuple(predictions_tables(scored, bench.report, bench.headline))
     folder.mkdir(parents=True, exist_ok=True)

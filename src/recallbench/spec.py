@@ -13,6 +13,63 @@ DEFAULT_K: tuple[int, ...] = (1, 5, 10)
 
 
 @dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """A reader or judge as the operator chose it: the model name sent, the endpoint's base URL
+    (None: the benchmark's own endpoint for a pinned model, or the in-process mock for the mock
+    models) and the name of the environment variable holding its key (never the key)."""
+
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.model if not self.base_url else f"{self.model}@{self.base_url}"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> ModelChoice | None:
+        if d is None:
+            return None
+        return cls(str(d["model"]), d.get("base_url"), d.get("api_key_env"))
+
+
+@dataclass(frozen=True, slots=True)
+class AnsweringSpec:
+    """How answers are written and judged (memory and answer modes; absent in retrieval mode).
+
+    ``condition``: ``system`` (the reader reads what each system returned), ``no-memory`` or
+    ``oracle`` (also run a floor and a ceiling row: nothing, or the gold evidence turns);
+    ``prompts``: ``official`` or ``recallbench-v1``; ``same_model``: the operator allowed the
+    reader to be the judge where the benchmark's protocol does not; ``llm_concurrency``: calls in
+    flight per endpoint; ``cache``: whether the response cache is used.
+    """
+
+    mode: str
+    reader: ModelChoice | None = None
+    judge: ModelChoice | None = None
+    conditions: tuple[str, ...] = ()
+    prompts: str = "official"
+    reader_preset: str | None = None
+    judge_variant: str | None = None
+    same_model: bool = False
+    llm_concurrency: int = 8
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> AnsweringSpec:
+        return cls(
+            mode=str(d["mode"]),
+            reader=ModelChoice.from_dict(d.get("reader")),
+            judge=ModelChoice.from_dict(d.get("judge")),
+            conditions=tuple(d.get("conditions", ())),
+            prompts=str(d.get("prompts", "official")),
+            reader_preset=d.get("reader_preset"),
+            judge_variant=d.get("judge_variant"),
+            same_model=bool(d.get("same_model", False)),
+            llm_concurrency=int(d.get("llm_concurrency", 8)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RunSpec:
     systems: tuple[str, ...]
     datasets: tuple[str, ...]
@@ -23,13 +80,23 @@ class RunSpec:
     concurrency: int = 1
     system_configs: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     dataset_options: Mapping[str, Any] = field(default_factory=dict)
+    answering: AnsweringSpec | None = None
+    """Memory and answer modes only; None (and absent from the dict, so the spec hash of a
+    retrieval run is what it always was) in retrieval and dry modes."""
+
+    @property
+    def mode(self) -> str:
+        return self.answering.mode if self.answering else "retrieval"
 
     @property
     def k_max(self) -> int:
         return max(self.k)
 
     def to_dict(self) -> dict[str, Any]:
-        return to_json_dict(self)
+        d = to_json_dict(self)
+        if self.answering is None:
+            del d["answering"]
+        return d
 
     @property
     def spec_hash(self) -> str:
@@ -47,6 +114,7 @@ class RunSpec:
             concurrency=int(d["concurrency"]),
             system_configs=dict(d.get("system_configs", {})),
             dataset_options=dict(d.get("dataset_options", {})),
+            answering=AnsweringSpec.from_dict(d["answering"]) if d.get("answering") else None,
         )
 
 

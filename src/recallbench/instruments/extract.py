@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator, Mapping
+from types import CodeType
 from typing import Any
 
 from recallbench.errors import DataFileError
@@ -23,7 +24,9 @@ def parse(text: str, where: str) -> ast.Module:
     try:
         return ast.parse(text, filename=where)
     except SyntaxError as exc:
-        raise InstrumentFormatError(f"{where}: not valid Python ({exc.msg}, line {exc.lineno})")
+        raise InstrumentFormatError(
+            f"{where}: not valid Python ({exc.msg}, line {exc.lineno})"
+        ) from None
 
 
 def _targets(node: ast.stmt) -> list[str]:
@@ -157,3 +160,90 @@ def evaluate(expr: ast.expr, where: str, variables: Mapping[str, Any]) -> Any:
     ``variables`` bound and no builtins beyond the basic types."""
     code = compile(ast.Expression(body=expr), where, "eval")
     return eval(code, {"__builtins__": {}}, dict(variables))  # noqa: S307 - pinned source
+
+
+def branch(node: ast.AST, test: str, where: str) -> ast.If:
+    """The first ``if`` or ``elif`` under ``node`` whose condition reads ``test`` (compared as
+    :func:`ast.unparse` text, so spacing and quote style do not matter: ``"args.batch_size ==
+    1"``). A locator only: the branch's statements are then read or run as the file has them."""
+    try:
+        wanted = ast.unparse(ast.parse(test, mode="eval").body)
+    except SyntaxError:
+        raise InstrumentFormatError(f"{where}: {test!r} is not a condition") from None
+    for n in walk(node):
+        if isinstance(n, ast.If) and ast.unparse(n.test) == wanted:
+            return n
+    raise InstrumentFormatError(f"{where}: no branch 'if {test}:'")
+
+
+def calls(node: ast.AST, func: str) -> list[ast.Call]:
+    """The calls under ``node`` whose callee reads ``func`` (``run_chatgpt``,
+    ``client.chat.completions.create``, ``dialogs.append``), in source order."""
+    return [
+        n for n in walk(node) if isinstance(n, ast.Call) and ast.unparse(n.func) == func
+    ]
+
+
+def keywords(call: ast.Call) -> dict[str, Any]:
+    """The keyword arguments of a call whose values are literals (``temperature=0``,
+    ``model_url=None``), in source order; the others (``model=args.model``) and ``**kwargs``
+    are left out."""
+    out: dict[str, Any] = {}
+    for kw in call.keywords:
+        if kw.arg is None:
+            continue
+        try:
+            out[kw.arg] = ast.literal_eval(kw.value)
+        except ValueError:
+            continue
+    return out
+
+
+def compile_statements(statements: Iterable[ast.stmt], where: str) -> CodeType:
+    """Compile statements of the file (a branch's body, one ``if`` chain) as they stand, to be
+    run with :func:`run`; nothing else of the file comes with them."""
+    return compile(ast.Module(body=list(statements), type_ignores=[]), where, "exec")
+
+
+def run(code: CodeType, variables: Mapping[str, Any]) -> dict[str, Any]:
+    """Run compiled statements in a fresh namespace holding ``variables`` (and the builtins)
+    and return that namespace, so each call is independent of every other (thread-safe as long
+    as ``variables`` are)."""
+    ns: dict[str, Any] = {"__builtins__": __builtins__, "__name__": "instrument"}
+    ns.update(variables)
+    exec(code, ns)  # noqa: S102 - statements of the authors' pinned, hash-checked file
+    return ns
+
+
+def assigned_exprs(node: ast.AST, name: str) -> list[ast.expr]:
+    """The right-hand sides of every assignment to ``name`` under ``node``, in source order
+    (LongMemEval's ``main`` assigns ``gen_length`` twice: the option, then its default)."""
+    return [
+        n.value
+        for n in walk(node)
+        if isinstance(n, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+    ]
+
+
+def call_with_first_arg(node: ast.AST, value: str) -> ast.Call:
+    """The first call under ``node`` whose first positional argument is the string ``value``
+    (``parser.add_argument('--cot', ...)``), to read its keyword arguments."""
+    for n in walk(node):
+        if (
+            isinstance(n, ast.Call)
+            and n.args
+            and isinstance(n.args[0], ast.Constant)
+            and n.args[0].value == value
+        ):
+            return n
+    raise InstrumentFormatError(f"no call with first argument {value!r}")
+
+
+def keyword_literal(call: ast.Call, name: str) -> Any:
+    """The literal value of keyword argument ``name`` of ``call`` (refused when it is absent
+    or not a literal)."""
+    found = keywords(call)
+    if name not in found:
+        raise InstrumentFormatError(f"no literal keyword {name!r}")
+    return found[name]

@@ -185,6 +185,13 @@ class AnswerInstrument:
         """The judge the benchmark pins (None: it pins none)."""
         return None
 
+    def with_models(self, reader: str | None, judge: str | None) -> AnswerInstrument:
+        """The instrument as it calls the models the run uses (None: the pinned one). An
+        instrument whose official code builds each request for the model it names (Glasshouse's
+        provider routing) returns a copy that knows them; by default nothing changes, since the
+        endpoint supplies the model."""
+        return self
+
     def files(self) -> tuple[InstrumentFileRecord, ...]:
         """Every instrument file read, for ``run.json`` and the card."""
         return ()

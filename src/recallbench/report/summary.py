@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from recallbench.contracts import ALL, MetricRow
+from recallbench.report.answering import answering_lines, answering_table
 from recallbench.report.floor import floor_table
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.tables import Table, fmt
@@ -164,6 +165,9 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
         by_slice = slice_table(scored, ds.key, "evidence_recall", kmax)
         if by_slice:
             out.append(by_slice)
+        judged = answering_table(scored, ds.key)
+        if judged:
+            out.append(judged)
         out.extend(reports[ds.key].summary_tables(scored, ds))
         floor = scored.floors.get(ds.key)
         if floor is not None and floor.scores_answers and floor.measured:
@@ -222,6 +226,8 @@ def _markdown_rules(scored: ScoredRun) -> list[str]:
 
 def answers_line(scored: ScoredRun) -> str:
     """How the answers were made, counted from the observations' ``answer_generated``."""
+    if scored.manifest.answering.get("mode") == "memory":
+        return "- answers: none written (memory mode): the judge read the returned memories"
     if scored.answers_generated == 0:
         return (
             "- answers: none generated (no answer model): retrieval figures come from gold ids; "
@@ -230,7 +236,7 @@ def answers_line(scored: ScoredRun) -> str:
         )
     return (
         f"- answers: {scored.answers_generated} of {scored.observations} observations carry an "
-        "answer written by an answer model"
+        "answer written by a reader model"
     )
 
 
@@ -250,6 +256,7 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
         f"seed: {spec.seed}; concurrency: {spec.concurrency}; "
         f"timeout: {spec.timeout_s:g} s",
         answers_line(scored),
+        *answering_lines(scored),
         "",
     ]
     for d in m.datasets:

@@ -30,7 +30,14 @@ def _from_1(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"1": _from_1}
+def _from_2(d: dict[str, Any]) -> dict[str, Any]:
+    """Format 3 added the run's mode on every verdict and metric row (rows of format 2 read as
+    ``retrieval``, which every run before it was), ``answers.jsonl`` and ``judgements.jsonl``,
+    and ``RunSpec.answering`` (absent: a retrieval run): a format-2 manifest needs no change."""
+    return d
+
+
+UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"1": _from_1, "2": _from_2}
 """``{version: function}``: turns a manifest of ``version`` into one of the next version."""
 
 
@@ -114,6 +121,10 @@ class RunManifest:
     resumed_at: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     """``recallbench_version``, ``packages``, ``git``, ``machine`` (written at the top level)."""
+    answering: dict[str, Any] = field(default_factory=dict)
+    """Memory and answer modes: the instrument per dataset (name, files read with their
+    SHA-256, pins, deviations, non-standard labels), the judges whose judgements the folder
+    holds and the one scored (``judge``); empty (and absent from ``run.json``) otherwise."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys this version does not model, kept as read so that nothing is lost on rewrite."""
     format_version: str = FORMAT_VERSION
@@ -153,6 +164,7 @@ class RunManifest:
             "ended_at": self.ended_at,
             "status": self.status,
             "resumed_at": list(self.resumed_at),
+            **({"answering": self.answering} if self.answering else {}),
             **self.environment,
             **self.extra,
         }
@@ -174,6 +186,7 @@ class RunManifest:
                 ended_at=d.get("ended_at"),
                 status=str(d.get("status", "running")),
                 resumed_at=list(d.get("resumed_at") or []),
+                answering=dict(d.get("answering") or {}),
                 environment={k: d[k] for k in env_keys if k in d},
                 extra={k: v for k, v in d.items() if k not in known and k not in env_keys},
                 format_version=str(d["format_version"]),

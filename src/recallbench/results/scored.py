@@ -88,4 +88,7 @@ class ScoredRun:
 
     @property
     def systems(self) -> tuple[str, ...]:
-        return self.manifest.spec.systems
+        """The run's systems, then any rows its verdicts hold beside them (the condition rows
+        of memory and answer modes, ``condition:oracle``...)."""
+        extra = [v.system for v in self.verdicts if v.system not in self.manifest.spec.systems]
+        return (*self.manifest.spec.systems, *dict.fromkeys(extra))

@@ -319,3 +319,82 @@ def aggregate(
             ]
         rows.extend(mine_rows)
     return rows
+
+
+DENOM_ANSWERED = "usable_answers (reader errors and failed searches excluded)"
+DENOM_JUDGED = "judgements_recorded"
+
+
+def _mean_of(values: Sequence[float | int | None]) -> tuple[float | None, int, int]:
+    got = [float(v) for v in values if v is not None]
+    return (sum(got) / len(got) if got else None), len(got), len(values) - len(got)
+
+
+def answering_rows(
+    dataset: LoadedDataset, verdicts: Sequence[Verdict], systems: Sequence[str], run_id: str
+) -> list[MetricRow]:
+    """The accounting rows of a memory- or answer-mode run, per system, over all questions:
+    unparsed judge replies (the official rule's default applied), judge and reader errors,
+    retries-free token figures from the API's usage fields, memory tokens (reader prompt minus
+    the empty-prompt baseline) beside characters returned, cost and cost per usable answer.
+    Every figure names its denominator; what was not measured (no usage fields, no price) is
+    null with a reason, never 0."""
+    rows: list[MetricRow] = []
+    for system in systems:
+        base = _Base(run_id, dataset.key, dataset.version_label, dataset.checksum, system)
+        mine = [v for v in verdicts if v.system == system and v.answering]
+        if not mine:
+            continue
+        judged = [j for v in mine for j in v.answering.get("judgements", {}).values()]
+        n_j = len(judged)
+        unparsed = sum(1 for j in judged if j.get("unparsed"))
+        errors = sum(1 for j in judged if j.get("outcome") == "judge_error")
+        rows.append(_row(base, ALL, "judge_unparsed_rate", None,
+                         unparsed / n_j if n_j else None, DENOM_JUDGED, n_j,
+                         null_reason=None if n_j else "no judgement recorded"))
+        rows.append(_row(base, ALL, "judge_error_count", None, float(errors), DENOM_JUDGED, n_j))
+        retries = sum(int(j.get("retries") or 0) for j in judged) + sum(
+            int(v.answering.get("reader_retries") or 0) for v in mine
+        )
+        rows.append(_row(base, ALL, "llm_retry_count", None, float(retries),
+                         "calls made (reader and judge; a retry is a try after the first)",
+                         n_j + sum(1 for v in mine if v.answering.get("reader_prompt_sha256"))))
+        answer_mode = any(v.answering.get("mode") == "answer" for v in mine)
+        usd: list[float | None] = [j.get("billed_usd") for j in judged]
+        if answer_mode:
+            outcomes = [v.answering.get("answer_outcome") for v in mine]
+            answered = [v for v in mine if v.answering.get("answer_outcome") == "answered"]
+            rows.append(_row(base, ALL, "reader_error_count", None,
+                             float(outcomes.count("reader_error")), DENOM_ALL, len(mine)))
+            for name, field in (
+                ("reader_prompt_tokens_mean", "reader_prompt_tokens"),
+                ("reader_completion_tokens_mean", "reader_completion_tokens"),
+                ("memory_tokens_mean", "memory_tokens"),
+                ("memory_chars_mean", "memory_chars"),
+            ):
+                value, n, missing = _mean_of([v.answering.get(field) for v in answered])
+                rows.append(_row(
+                    base, ALL, name, None, value, DENOM_ANSWERED, n, missing,
+                    "not_reported (the API gave no usage)" if missing else None,
+                    null_reason=None if value is not None else (
+                        "not_reported: no usable answer carries it" if not answered else
+                        "not_reported: the API gave no usage fields"
+                    ),
+                ))
+            usd += [v.answering.get("reader_billed_usd") for v in answered]
+            priced = all(u is not None for u in usd) and bool(usd)
+            total = sum(u for u in usd if u is not None) if priced else None
+            why = None if priced else "no_price: a call has no price (give --prices FILE)"
+            rows.append(_row(base, ALL, "billed_usd_total", None, total, DENOM_ALL, len(mine),
+                             null_reason=why))
+            per = total / len(answered) if total is not None and answered else None
+            rows.append(_row(base, ALL, "cost_per_usable_answer_usd", None, per,
+                             DENOM_ANSWERED, len(answered),
+                             null_reason=None if per is not None else (why or "no usable answer")))
+        else:
+            priced = all(u is not None for u in usd) and bool(usd)
+            total = sum(u for u in usd if u is not None) if priced else None
+            rows.append(_row(base, ALL, "billed_usd_total", None, total, DENOM_JUDGED, n_j,
+                             null_reason=None if priced else
+                             "no_price: a call has no price (give --prices FILE)"))
+    return rows

@@ -34,9 +34,10 @@ and kept on the observations only).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,9 +46,12 @@ from recallbench.contracts import Memory, MetricRow, Observation, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.datasets.jsonl import read_jsonl
 from recallbench.errors import DatasetFormatError, OptionError
-from recallbench.score.aggregate import aggregate
+from recallbench.score.aggregate import aggregate, answering_rows
 from recallbench.score.rules import RuleSet, ScoringContext
-from recallbench.score.scorer import score_dataset
+from recallbench.score.scorer import Answering, score_dataset
+
+JudgeFile = Callable[[Sequence[Observation]], Answering]
+"""Judges a predictions file's answers (the pipeline's, for ``score FILE --judge``)."""
 
 PREDICTIONS_SYSTEM = "external"
 """The default system name of a predictions file's verdicts (``recallbench score --name``)."""
@@ -387,12 +391,20 @@ def score_observations(
     system: str,
     run_id: str,
     intervals: bool = True,
+    judged: JudgeFile | None = None,
 ) -> tuple[list[Verdict], list[MetricRow]]:
     """Verdicts and metric rows of observations made from predictions lines (no timing rows:
-    a predictions file records no timing recallbench measured). Also the path of the controls."""
+    a predictions file records no timing recallbench measured). Also the path of the controls.
+
+    ``judged`` (``score FILE --judge``): called with the observations, it judges their answers
+    and returns what the scorer needs (:class:`~recallbench.score.scorer.Answering`); the judge
+    figures and accounting rows then join the verdicts and rows, which state mode ``answer``."""
     context = ScoringContext(predictions=True, mode=mode, turn_chars=dataset.turn_chars)
     systems = (system,)
-    verdicts, _ = score_dataset(dataset, observations, ks, systems, rules, context)
+    answering = judged(observations) if judged is not None else None
+    verdicts, _ = score_dataset(
+        dataset, observations, ks, systems, rules, context, answering=answering
+    )
     metrics = aggregate(
         dataset,
         verdicts,
@@ -404,6 +416,12 @@ def score_observations(
         timing=False,
         intervals=intervals,
     )
+    if answering is not None:
+        metrics.extend(answering_rows(dataset, verdicts, systems, run_id))
+        metrics = [
+            dataclasses.replace(r, mode=answering.mode, non_standard=answering.non_standard)
+            for r in metrics
+        ]
     return verdicts, metrics
 
 
@@ -418,6 +436,7 @@ def score_predictions(
     format_name: str | None = None,
     system: str = PREDICTIONS_SYSTEM,
     unknown_turns: str = "refuse",
+    judged: JudgeFile | None = None,
 ) -> PredictionsScore:
     """Verdicts and metric rows for a predictions file, scored by the dataset's ``rules``.
 
@@ -492,7 +511,9 @@ def score_predictions(
         observations.append(
             record_to_observation(rec, dataset, run_id, groups[qid], k, system, missing_reason)
         )
-    verdicts, metrics = score_observations(dataset, observations, ks, rules, mode, system, run_id)
+    verdicts, metrics = score_observations(
+        dataset, observations, ks, rules, mode, system, run_id, judged=judged
+    )
     return PredictionsScore(
         run_id=run_id,
         verdicts=tuple(verdicts),

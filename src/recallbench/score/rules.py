@@ -35,6 +35,8 @@ class ScoringContext:
     predictions: bool = False
     mode: str | None = None
     turn_chars: Mapping[str, int] | None = None
+    run_mode: str | None = None
+    """The run's mode as verdicts state it (None: ``retrieval``)."""
 
 
 RUN = ScoringContext()

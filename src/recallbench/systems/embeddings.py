@@ -39,7 +39,6 @@ import os
 import re
 import sqlite3
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from recallbench.sqlite_store import open_database, retry_locked, write_transaction
 from recallbench.systems.base import SystemContext
 from recallbench.systems.options import Option
 
@@ -296,21 +296,6 @@ def folder_revision(path: Path) -> str:
 # --------------------------------------------------------------------------- disk cache
 
 
-def _retry_locked(fn: Any, seconds: float = 120.0) -> Any:
-    """Call ``fn``, retrying while SQLite reports the database locked or busy."""
-    deadline = time.monotonic() + seconds
-    delay = 0.01
-    while True:
-        try:
-            return fn()
-        except sqlite3.OperationalError as exc:
-            message = str(exc).lower()
-            if ("locked" not in message and "busy" not in message) or time.monotonic() > deadline:
-                raise
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)
-
-
 class EmbeddingCache:
     """Vectors in one SQLite file, safe for several threads and processes at once.
 
@@ -324,27 +309,17 @@ class EmbeddingCache:
         self.path = directory / CACHE_FILENAME
         self._lock = threading.Lock()
         self._spaces: dict[tuple[str, str, str, str, int], int] = {}
-        self._conn = sqlite3.connect(
-            self.path, timeout=120.0, check_same_thread=False, isolation_level=None
-        )
-        with self._lock:
-            _retry_locked(self._setup)
-
-    def _setup(self) -> None:
-        # Switching to WAL needs a moment alone with the file; when two processes open a new
-        # cache at once, SQLite may answer "locked" without waiting, hence the retry around it.
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS spaces ("
-            " id INTEGER PRIMARY KEY, model TEXT NOT NULL, revision TEXT NOT NULL,"
-            " settings TEXT NOT NULL, prefix TEXT NOT NULL, dim INTEGER NOT NULL,"
-            " UNIQUE (model, revision, settings, prefix, dim))"
-        )
-        self._conn.execute(
-            "CREATE TABLE IF NOT EXISTS vectors ("
-            " space INTEGER NOT NULL, text_sha256 BLOB NOT NULL, vector BLOB NOT NULL,"
-            " PRIMARY KEY (space, text_sha256)) WITHOUT ROWID"
+        self._conn = open_database(
+            self.path,
+            (
+                "CREATE TABLE IF NOT EXISTS spaces ("
+                " id INTEGER PRIMARY KEY, model TEXT NOT NULL, revision TEXT NOT NULL,"
+                " settings TEXT NOT NULL, prefix TEXT NOT NULL, dim INTEGER NOT NULL,"
+                " UNIQUE (model, revision, settings, prefix, dim))",
+                "CREATE TABLE IF NOT EXISTS vectors ("
+                " space INTEGER NOT NULL, text_sha256 BLOB NOT NULL, vector BLOB NOT NULL,"
+                " PRIMARY KEY (space, text_sha256)) WITHOUT ROWID",
+            ),
         )
 
     def space(self, model: str, revision: str, settings: str, prefix: str, dim: int) -> int:
@@ -353,7 +328,7 @@ class EmbeddingCache:
         if found is not None:
             return found
         with self._lock:
-            _retry_locked(
+            retry_locked(
                 lambda: self._conn.execute(
                     "INSERT OR IGNORE INTO spaces (model, revision, settings, prefix, dim)"
                     " VALUES (?, ?, ?, ?, ?)",
@@ -391,20 +366,12 @@ class EmbeddingCache:
         if not rows:
             return
 
-        def write() -> None:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                self._conn.executemany(
-                    "INSERT OR IGNORE INTO vectors (space, text_sha256, vector) VALUES (?, ?, ?)",
-                    rows,
-                )
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            self._conn.execute("COMMIT")
-
         with self._lock:
-            _retry_locked(write)
+            write_transaction(
+                self._conn,
+                "INSERT OR IGNORE INTO vectors (space, text_sha256, vector) VALUES (?, ?, ?)",
+                rows,
+            )
 
     def count(self) -> int:
         with self._lock:

@@ -9,8 +9,11 @@ gold events (the rubric items, in order), are compared with Kendall's tau-b, nor
 [0, 1]; the official harness multiplies that by the F1 of the mapped event sets.
 
 The judge and the event matcher are LLM calls; here they are plain callables, so everything in
-this module is deterministic and testable. The judge prompt is our own wording, stored in
-``recallbench/prompts/beam_rubric_v1.json``.
+this module is deterministic and testable. The official scoring is BEAM's own code, run by
+:mod:`recallbench.benchmarks.beam.answering` (with :func:`kendall_tau_b_scipy` standing in for
+SciPy); the rubric prompt here (``prompts/beam_rubric_v1.json``, :func:`build_rubric_prompt`,
+:func:`grade_rubric`) is recallbench's own wording, the labelled alternative "recallbench
+prompts v1", never the default.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "gold_event_order",
     "grade_rubric",
     "kendall_tau_b",
+    "kendall_tau_b_scipy",
     "parse_rubric",
     "parse_rubric_grade",
     "rubric_outcome",
@@ -266,6 +270,40 @@ def kendall_tau_b(a: Sequence[Any], b: Sequence[Any]) -> float:
     if denominator == 0:
         return math.nan
     return (concordant - discordant) / math.sqrt(denominator)
+
+
+def kendall_tau_b_scipy(x: Sequence[Any], y: Sequence[Any]) -> float:
+    """Kendall's tau-b as ``scipy.stats.kendalltau(x, y, variant="b")`` returns it, without
+    SciPy: ``(concordant - discordant) / sqrt(n0 - ties_x) / sqrt(n0 - ties_y)`` (two
+    divisions, in that order, as SciPy computes it), clamped to [-1, 1]; NaN when there are
+    no pairs or every pair is tied in ``x`` or in ``y``. ``ties_x`` counts the pairs tied in
+    ``x`` (tied in both included), ``n0`` all pairs. The counts are exact integers, so the
+    value is SciPy's to the last bit. This is the official event-ordering arithmetic
+    (compute_metrics.py calls SciPy); :func:`kendall_tau_b` is recallbench's own.
+
+    Raises:
+        ValueError: when the sequences differ in length.
+    """
+    if len(x) != len(y):
+        raise ValueError(f"sequences differ in length: {len(x)} != {len(y)}")
+    n = len(x)
+    concordant = discordant = ties_x = ties_y = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            dx = (x[i] > x[j]) - (x[i] < x[j])
+            dy = (y[i] > y[j]) - (y[i] < y[j])
+            ties_x += dx == 0
+            ties_y += dy == 0
+            if dx and dy:
+                if dx == dy:
+                    concordant += 1
+                else:
+                    discordant += 1
+    pairs = n * (n - 1) // 2
+    if ties_x == pairs or ties_y == pairs:
+        return math.nan
+    tau = (concordant - discordant) / math.sqrt(pairs - ties_x) / math.sqrt(pairs - ties_y)
+    return min(1.0, max(-1.0, tau))
 
 
 def align_items(

@@ -2,16 +2,16 @@
 
 Per question (stable names):
 
-* ``rubric``: the mean of the LLM judge's 0 / 0.5 / 1 grades over the question's rubric items
-  (:func:`recallbench.benchmarks.beam.metrics.grade_rubric`);
-* ``event_ordering`` (event-ordering questions only): Kendall tau-b between the answer's event
-  order and the gold order, normalised to (tau + 1) / 2
-  (:func:`recallbench.benchmarks.beam.metrics.event_ordering_score`); mapping answer events
-  onto gold events is an LLM call too.
+* ``rubric``: BEAM's ``llm_judge_score``, the judge's grades of the question's rubric items
+  averaged as compute_metrics.py averages them;
+* ``event_ordering`` (event-ordering questions only): BEAM's ``tau_norm``, (Kendall tau-b + 1)
+  / 2 between the gold event order and the answer's, answer events mapped onto gold events by
+  an LLM equivalence call.
 
-Both need an LLM judge, which recallbench does not have yet: they are null with the reason
-(``no_answer`` when no answer was generated, else ``no_judge``). BEAM publishes no retrieval
-metric; the generic retrieval metrics over ``source_chat_ids`` are reported beside them.
+Both are judged by BEAM's own instrument (:mod:`recallbench.benchmarks.beam.answering`) in
+answer mode. Without a judge (retrieval mode) they are null with the reason (``no_answer`` when
+no answer was generated, else ``no_judge``). BEAM publishes no retrieval metric; the generic
+retrieval metrics over ``source_chat_ids`` are reported beside them.
 """
 
 from __future__ import annotations

@@ -4,12 +4,15 @@
 ``metrics``: LoCoMo's own F1, category rules and evidence parsing (pure functions);
 ``rules``: those metrics on observations; ``report``: per-category tables and notes;
 ``options``: the typed dataset options; ``errata``: the third-party locomo-audit overlay
-(parsing and mapping); ``stats/``: checked-in descriptive statistics, recomputed by a test.
+(parsing and mapping); ``answering``: LoCoMo's own reader (``task_eval/evaluate_gpts.py``) and
+the labelled mem0 J judge variant; ``stats/``: checked-in descriptive statistics, recomputed by a
+test.
 """
 
 from __future__ import annotations
 
 from recallbench.benchmarks.base import Benchmark
+from recallbench.benchmarks.locomo.answering import MEM0_J, MEM0_J_LABEL, locomo_instrument
 from recallbench.benchmarks.locomo.load import SPEC
 from recallbench.benchmarks.locomo.options import LocomoOptions
 from recallbench.benchmarks.locomo.report import LocomoReport
@@ -45,6 +48,7 @@ BENCHMARK = Benchmark(
     headline=(MetricKey(F1), MetricKey(EVIDENCE_RECALL)),
     rules_source=RULES_SOURCE,
     deviations=DEVIATIONS,
+    answering=locomo_instrument,
     metrics=(
         MetricInfo(F1, True, "score", "LoCoMo token F1 of the answer, with its category rules"),
         MetricInfo(
@@ -53,6 +57,13 @@ BENCHMARK = Benchmark(
             "share",
             "questions of categories 1-4 whose answer key third-party errata leave standing (1) "
             "rather than flag wrong (0): where a right answer meets a right key",
+        ),
+        MetricInfo(
+            MEM0_J,
+            True,
+            "share",
+            f"{MEM0_J_LABEL}: 1 when mem0's judge labels the answer CORRECT, else 0; "
+            "category 5 skipped, as mem0's evaluation does",
         ),
         # evidence_recall (no k: over every memory returned) shares the generic entry's name
         # and direction; the name predates the catalogue and is kept for the results format.

@@ -2,12 +2,14 @@
 
 ``load``: the published JSON files; ``metrics``: LongMemEval's turn and session retrieval
 metrics and its judge prompts and label parsing (pure functions); ``rules``: those metrics on
-observations; ``report``: tables by question type; ``prompts/``: the judge prompts.
+observations; ``report``: tables by question type; ``prompts/``: recallbench's own judge prompts;
+``answering``: LongMemEval's official reader prompts and judge, read from its pinned files.
 """
 
 from __future__ import annotations
 
 from recallbench.benchmarks.base import Benchmark
+from recallbench.benchmarks.longmemeval.answering import make_instrument
 from recallbench.benchmarks.longmemeval.load import SPEC
 from recallbench.benchmarks.longmemeval.metrics import DEFAULT_KS
 from recallbench.benchmarks.longmemeval.report import LongMemEvalReport
@@ -34,11 +36,10 @@ DEVIATIONS: tuple[str, ...] = (
     "order, assistant turns dropped, each turn at its first appearance); the official "
     "evaluation ranks the whole corpus, so where the grown session cut-off runs past the "
     "returned ranking the verdict is flagged session:ranking_exhausted",
-    "label needs an LLM judge and is null (no_judge) until one is configured; the judge "
-    "prompts recallbench holds (prompts/longmemeval_judge_v1.json) are its own wording, not "
-    "evaluate_qa.py's get_anscheck_prompt",
-    "a judge reply is read by its first standalone yes/no word; evaluate_qa.py counts 'yes' "
-    "anywhere in the reply",
+    "label needs a judge: null (no_judge) outside answer mode; in answer mode it is "
+    "evaluate_qa.py's own prompt, settings and 'yes'-in-reply parsing (see the instrument's "
+    "deviations in run.json); the prompts recallbench wrote itself "
+    "(prompts/longmemeval_judge_v1.json) are not used by any run",
 )
 
 HYPOTHESES = PredictionFormat(
@@ -58,8 +59,15 @@ BENCHMARK = Benchmark(
     rules_source=RULES_SOURCE,
     deviations=DEVIATIONS,
     prediction_formats=(HYPOTHESES,),
+    answering=make_instrument,
     metrics=(
-        MetricInfo(LABEL, True, "share", "the LLM judge's yes/no verdict on the answer"),
+        MetricInfo(
+            LABEL,
+            True,
+            "share",
+            "LongMemEval's judge (evaluate_qa.py get_anscheck_prompt, pinned "
+            "gpt-4o-2024-08-06) on the reader's answer: 1 when 'yes' is in its reply",
+        ),
         *(
             MetricInfo(f"{g}:{m}", True, "score", f"LongMemEval {g}-level {m}, cut at k")
             for g in GRANULARITIES

@@ -1,4 +1,9 @@
-"""LongMemEval in the report: retrieval and judge-label tables by question type, and notes."""
+"""LongMemEval in the report: retrieval and judge-label tables by question type, and notes.
+
+The QA table reads ``label``, LongMemEval's own judge on the reader's answer (answer mode; null
+with a reason otherwise): per type, task-averaged, overall, and over abstention questions only
+(from the verdicts of the ``_abs`` questions).
+"""
 
 from __future__ import annotations
 
@@ -25,8 +30,9 @@ class LongMemEvalReport(BenchmarkReport):
             "with corpus turns left unranked: the session values at k are then the official "
             "function's on the ranking given, while the official evaluation ranks the whole "
             "corpus; its mean is the share of questions so flagged.",
-            "label (QA accuracy) needs an LLM judge: null until one is configured; "
-            "label:abstention is abstention accuracy on its own.",
+            "label (QA accuracy) is LongMemEval's own judge (evaluate_qa.py) on the reader's "
+            "answer in answer mode, null otherwise; label:abstention is abstention accuracy "
+            "on its own.",
         ]
 
     def summary_tables(self, scored: ScoredRun, dataset: LoadedDataset) -> list[Table]:
@@ -51,38 +57,39 @@ class LongMemEvalReport(BenchmarkReport):
                     exclusion_caption(idx, systems, metric, k, EXCLUDED),
                 )
             )
-        rows = [(t, *(cell(idx.get((s, t, LABEL, None))) for s in systems)) for t in slices]
+        label = LABEL
+        rows = [(t, *(cell(idx.get((s, t, label, None))) for s in systems)) for t in slices]
         rows.append(
             (
                 "task-averaged (mean of type accuracies)",
-                *(_task_average(idx, s, slices) for s in systems),
+                *(_task_average(idx, s, slices, label) for s in systems),
             )
         )
-        rows.append(("overall", *(cell(idx.get((s, ALL, LABEL, None))) for s in systems)))
-        rows.append(
-            (
-                "abstention only",
-                *(cell(idx.get((s, ALL, LABEL_ABSTENTION, None))) for s in systems),
-            )
-        )
+        rows.append(("overall", *(cell(idx.get((s, ALL, label, None))) for s in systems)))
+        abstention = tuple(cell(idx.get((s, ALL, LABEL_ABSTENTION, None))) for s in systems)
+        rows.append(("abstention only", *abstention))
+        title = "judge label"
         tables.append(
             Table(
-                f"{dataset.key}: QA accuracy (judge label) by question type",
+                f"{dataset.key}: QA accuracy ({title}) by question type",
                 ("question type", *systems),
                 tuple(rows),
-                exclusion_caption(idx, systems, LABEL, None, EXCLUDED),
+                exclusion_caption(idx, systems, label, None, EXCLUDED),
             )
         )
         return tables
 
 
 def _task_average(
-    idx: Mapping[tuple[str, str, str, int | None], MetricRow], system: str, slices: list[str]
+    idx: Mapping[tuple[str, str, str, int | None], MetricRow],
+    system: str,
+    slices: list[str],
+    label: str = LABEL,
 ) -> str:
     values = [
         r.value
         for t in slices
-        if (r := idx.get((system, t, LABEL, None))) is not None and r.value is not None
+        if (r := idx.get((system, t, label, None))) is not None and r.value is not None
     ]
     if not values:
         return "null (types=0)"

@@ -10,6 +10,9 @@ this process's system registry under those names.
 :class:`FakeEncoderModel` is a bag-of-words hashing "sentence model" (no torch) to register with
 ``recallbench.systems.embeddings.register_model``.
 
+:mod:`recallbench.testing.mock_llm` is a deterministic OpenAI-compatible chat endpoint on loopback
+(rule-based reader and judges, optional delay and faults) for everything that calls an LLM.
+
 :func:`compare_runs` is the one notion of "two runs of the same spec agree": equal verdicts and
 metric rows, ignoring the run id and the rows derived from wall-clock time, and nothing else.
 """
