@@ -5,7 +5,6 @@ an instrument: nothing here checks what it answers, only that it answered."""
 from __future__ import annotations
 
 import json
-import re
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -30,12 +29,6 @@ def post_json(url: str, body: dict[str, Any], timeout: float = 300.0) -> Any:
     )
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read())
-
-
-def _run_accepts_mode() -> bool:
-    """Whether ``recallbench run`` has a ``--mode`` option yet (what ``run --help`` lists)."""
-    result = CliRunner().invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
-    return re.search(r"--mode\b", result.output) is not None
 
 
 def test_chat_completion_is_openai_shaped(llama_server: str, llama_model: str) -> None:
@@ -64,7 +57,6 @@ def _answer_records(run_dir: Path, system: str) -> list[dict[str, Any]]:
     return [r for r in records if r["system"] == system]
 
 
-@pytest.mark.xfail(not _run_accepts_mode(), reason="answer-mode CLI not merged yet", strict=False)
 def test_answer_mode_end_to_end_through_llama_cpp(
     llama_server: str, llama_model: str, tmp_path: Path
 ) -> None:
