@@ -93,9 +93,15 @@ def test_answer_mode_end_to_end_through_llama_cpp(
     questions = sorted(json.loads(line)["id"] for line in lines if line.strip())
     assert sorted(r["question_id"] for r in records) == questions
     for record in records:
-        assert record.get("error") is None, record
+        assert record["outcome"] == "answered" and record["error"] is None, record
+        assert record["mode"] == "answer" and record["condition"] == "system", record
+        assert record["reader"].startswith(llama_model), record
         assert isinstance(record["answer"], str), record
-        assert record["outcome"] == "answered", record
-        # the server's own usage fields, never estimated
+        assert record["calls"] >= 1 and record["memory_chars"] > 0, record
+        # Token counts are the server's own usage fields; the memories' share is the prompt's
+        # tokens minus the empty reader prompt's, measured on the same server.
         assert isinstance(record["prompt_tokens"], int) and record["prompt_tokens"] > 0, record
         assert isinstance(record["completion_tokens"], int), record
+        assert record["completion_tokens"] > 0, record
+        assert isinstance(record["memory_tokens"], int), record
+        assert 0 < record["memory_tokens"] < record["prompt_tokens"], record
