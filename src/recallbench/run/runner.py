@@ -12,6 +12,25 @@ and a freshly built instance serves the next group (no hidden re-ingest). A syst
 constructor raises is recorded as failed for every question, with the reason. Each system gets
 its own copy of the sessions, and ``chars_returned`` is counted by the harness
 (:func:`~recallbench.systems.boundary.chars_returned`).
+
+Parallel groups (``group_concurrency`` N above 1): the haystack groups of one (dataset, system)
+are taken in dataset order by N lanes, each a thread with its own instance (built through the
+same factory and :class:`~recallbench.systems.base.SystemContext`, with its own work folder),
+reset and used by one group at a time, and its own call pool of ``concurrency`` workers (the
+searches in flight within a group). A timeout quarantines that lane's instance only; a system
+whose constructor raises fails every group of every lane, as with one lane. A lane holds a
+group's records and appends them together, under one lock, once the group is done (one lane
+writes each observation as it comes, as before), so a killed run loses at most the groups in
+flight and records of a group stay together in the files. Results do not depend on N: the
+scorer orders by question, and every instance starts from ``reset()``.
+
+Limits: the first instance built of a system is asked for ``limits``
+(``max_concurrency``, ``requests_per_second``; read defensively, see :func:`limiter_of`); one
+:class:`~recallbench.run.calls.Limiter` then gates every call (reset, add, finish_ingest,
+search) of all that system's instances. Tries: a system with ``last_attempts()`` (per thread,
+the tries of its last call, as ``llm.types.Attempt``) has them read on the worker thread right
+after each call; ``attempt`` is their number and ``retries`` (on the observation, or on the
+ingest record with the ``call`` named) holds them when there was more than one.
 """
 
 from __future__ import annotations

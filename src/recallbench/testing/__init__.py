@@ -437,7 +437,8 @@ def run_differences(
     a: Path, b: Path, files: Iterable[str] | None = None, systems: Iterable[str] | None = None
 ) -> list[str]:
     """How two results folders differ in their verdicts and metric rows, ignoring the run id
-    and the timing-derived rows (``latency_ms_*``, ``ingest_ms_total``,
+    and the timing-derived rows (:data:`recallbench.score.metrics.TIMING`: ``latency_ms_*``,
+    ``ingest_ms_total``, ``ingest_add_ms_total``, ``ingest_index_wait_ms_total``,
     ``ingest_turns_per_s``) and nothing else; ``[]`` when they agree. ``systems``: compare
     only the rows of these systems (e.g. the baselines of a run that also ran a plugin)."""
     only = None if systems is None else frozenset(systems)
