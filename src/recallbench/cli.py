@@ -40,6 +40,9 @@ console = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 INTERNAL_ERROR_EXIT = 1
+FAILED_RUN_EXIT = 3
+"""``recallbench run``: the run finished and was scored, but a system failed every call of a
+kind, or more than ``--max-failure-rate`` of them (``run.json`` status ``failed``)."""
 SIGINT_EXIT = 130
 SIGTERM_EXIT = 143
 
@@ -391,7 +394,26 @@ def run(
     no_baselines: Annotated[
         bool, typer.Option("--no-baselines", help="Do not add random, bm25 and naive.")
     ] = False,
-    concurrency: Annotated[int, typer.Option(help="Concurrent searches.", min=1)] = 1,
+    concurrency: Annotated[
+        int, typer.Option(help="Concurrent searches (within one haystack group).", min=1)
+    ] = 1,
+    group_concurrency: Annotated[
+        int,
+        typer.Option(
+            help="Haystack groups ingested and searched at once, each by its own system "
+            "instance (an execution setting: results do not depend on it).",
+            min=1,
+        ),
+    ] = 1,
+    max_failure_rate: Annotated[
+        float,
+        typer.Option(
+            help="Exit 3 (run.json status failed) when a system failed more than this share "
+            "of its searches or ingests on a dataset, or all of them.",
+            min=0.0,
+            max=1.0,
+        ),
+    ] = 0.5,
     timeout: Annotated[float, typer.Option(help="Per-call timeout in seconds.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed for random choices.")] = 0,
     config: Annotated[
@@ -446,7 +468,11 @@ def run(
     ] = None,
 ) -> None:
     """Run memory systems (beside the baselines) on datasets and score retrieval, and in memory
-    or answer mode their answers, with each benchmark's official reader and judge."""
+    or answer mode their answers, with each benchmark's official reader and judge.
+
+    Exit codes: 0 the run is complete; 2 a user error (nothing run); 3 the run finished but a
+    system failed every call, or more than --max-failure-rate of them (each system's failures
+    are printed by cause; run.json says failed); 1 a bug; 130 / 143 interrupted (resumable)."""
     from recallbench.benchmarks import load_dataset, split_refs
     from recallbench.pipeline import (
         LLMOptions,
@@ -472,6 +498,18 @@ def run(
                         "finished run with `recallbench score RUN --judge MODEL`"
                     )
             manifest = read_manifest(resume)
+            for name, value, recorded in (
+                ("group_concurrency", group_concurrency, manifest.group_concurrency),
+                ("max_failure_rate", max_failure_rate, manifest.max_failure_rate),
+            ):
+                if given(ctx, name) and value != recorded:
+                    flag = f"--{name.replace('_', '-')}"
+                    raise fail(
+                        f"{flag} {value} conflicts with the run being resumed "
+                        f"({resume / 'run.json'} has {name} {recorded} under execution): a "
+                        f"resumed run keeps its execution settings; drop {flag}, or start a "
+                        "new run"
+                    )
             check_resume_flags(
                 ctx,
                 resume,
@@ -551,16 +589,22 @@ def run(
                     datasets=loaded,
                     on_folder=folder.append,
                     llm=llm,
+                    group_concurrency=group_concurrency,
+                    max_failure_rate=max_failure_rate,
                 )
     except UserError as exc:
         raise fail(str(exc)) from None
-    from recallbench.report.summary import provenance_lines, rules_lines
+    from recallbench.report.summary import failure_lines, provenance_lines, rules_lines
 
     for t in tables(scored):
         print_table(t)
     for line in [*provenance_lines(scored), *rules_lines(scored)]:
         console.print(line, highlight=False, markup=False)
+    for line in failure_lines(scored):
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
     console.print(f"results: {scored.run_dir}", highlight=False, markup=False)
+    if scored.manifest.status == "failed":
+        raise typer.Exit(FAILED_RUN_EXIT)
 
 
 FILE_ONLY_FLAGS: tuple[str, ...] = (

@@ -164,6 +164,10 @@ class Observation:
     """What the harness noticed about a usable result, each ``rule: explanation`` (rule
     ``source_text_absent``: a raw-text system's memory contains none of its claimed turns);
     copied to the verdict. Left out of the JSON when empty."""
+    retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """Every try of a search that took more than one (``attempt``, ``status``, ``error``,
+    ``wait_s``, ``latency_ms``), as the system reported them (``last_attempts()``, e.g. the
+    ``http`` system); ``attempt`` is then the number of tries. Left out of the JSON when empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +187,10 @@ class IngestRecord:
     finish_ms: float | None = None
     """Time of the system's ``finish_ingest`` hook (counted inside ``ingest_ms``); None when the
     system declares no such hook (and in results of format 1, which predate it)."""
+    retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    """Every try of the group's calls that took more than one, each with ``call`` (``reset``,
+    ``add of session <id>``, ``finish_ingest``) beside the fields of
+    :attr:`Observation.retries`. Left out of the JSON when empty."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,12 +432,15 @@ def observation_from_dict(d: Mapping[str, Any]) -> Observation:
     kw = {k: v for k, v in d.items() if k in fields}
     kw["memories"] = tuple(memory_from_dict(m) for m in d.get("memories", ()))
     kw["flags"] = tuple(d.get("flags", ()))
+    kw["retries"] = tuple(d.get("retries", ()))
     return Observation(**kw)
 
 
 def ingest_from_dict(d: Mapping[str, Any]) -> IngestRecord:
     fields = {f.name for f in dataclasses.fields(IngestRecord)}
-    return IngestRecord(**{k: v for k, v in d.items() if k in fields})
+    kw = {k: v for k, v in d.items() if k in fields}
+    kw["retries"] = tuple(d.get("retries", ()))
+    return IngestRecord(**kw)
 
 
 def verdict_from_dict(d: Mapping[str, Any]) -> Verdict:

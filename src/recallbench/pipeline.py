@@ -10,7 +10,10 @@ One process writes a results folder at a time: a run, a resume, a re-score and a
 the folder's lock (:func:`lock_run_folder`) from their first write to their last, and a second
 writer is refused (:class:`RunLockedError`) before it changes anything. ``run.json`` says
 ``running`` while systems run, ``scoring`` while the derived files are written, ``complete``
-after, and ``interrupted`` when Ctrl-C (or SIGTERM, under :func:`sigterm_as_exit`) stopped it.
+after, ``failed`` instead when a system failed every call of a kind on a dataset, or more than
+the run's ``max_failure_rate`` of them (:mod:`recallbench.results.failures`; the derived files
+are written all the same), and ``interrupted`` when Ctrl-C (or SIGTERM, under
+:func:`sigterm_as_exit`) stopped it.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from recallbench.report.summary import render_summary
 from recallbench.report.summary import tables as report_tables
 from recallbench.report.tables import Table
 from recallbench.results import store
+from recallbench.results.failures import DEFAULT_MAX_FAILURE_RATE, failed_run, failures
 from recallbench.results.manifest import (
     DatasetRecord,
     RunManifest,
@@ -94,6 +98,7 @@ __all__ = [
     "ScoredFile",
     "ScoredRun",
     "applied_rules",
+    "check_execution",
     "check_spec",
     "check_errata_used",
     "check_systems",
@@ -163,6 +168,22 @@ def check_spec(spec: RunSpec) -> None:
         raise OptionError(f"--k values must be positive integers, got {list(spec.k)!r}")
     if spec.answering is not None:
         answers.check_answering(spec.answering)
+
+
+def check_execution(group_concurrency: int, max_failure_rate: float) -> None:
+    """``group_concurrency`` an integer of at least 1; ``max_failure_rate`` a share in [0, 1]."""
+    if isinstance(group_concurrency, bool) or not isinstance(group_concurrency, int):
+        raise OptionError(f"--group-concurrency must be an integer, got {group_concurrency!r}")
+    if group_concurrency < 1:
+        raise OptionError(f"--group-concurrency must be at least 1, got {group_concurrency}")
+    if (
+        isinstance(max_failure_rate, bool)
+        or not isinstance(max_failure_rate, int | float)
+        or not 0.0 <= max_failure_rate <= 1.0
+    ):
+        raise OptionError(
+            f"--max-failure-rate must be a share between 0 and 1, got {max_failure_rate!r}"
+        )
 
 
 def check_mode_datasets(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> None:
@@ -349,11 +370,13 @@ def _finish(run_dir: Path, manifest: RunManifest, runner: Runner) -> None:
 def _score_and_complete(
     run_dir: Path, data_dir: Path, manifest: RunManifest, loaded: Sequence[LoadedDataset]
 ) -> ScoredRun:
-    """Write the derived files, then (only then) mark ``run.json`` ``complete``."""
+    """Write the derived files, then (only then) mark ``run.json`` ``complete``, or ``failed``
+    when a system's failures fail the run."""
     scored = _score_run(run_dir, data_dir, loaded)
-    manifest.status = "complete"
+    status = "failed" if failed_run(scored.failures) else "complete"
+    manifest.status = status
     write_manifest(run_dir, manifest)
-    scored.manifest.status = "complete"
+    scored.manifest.status = status
     return scored
 
 
@@ -424,7 +447,10 @@ def _execute(
 
     def work() -> ScoredRun:
         cache = cache_dir or default_cache_dir()
-        runner = Runner(manifest.spec, loaded, run_dir, manifest.run_id, progress, cache)
+        runner = Runner(
+            manifest.spec, loaded, run_dir, manifest.run_id, progress, cache,
+            group_concurrency=manifest.group_concurrency,
+        )  # fmt: skip
         runner.execute()
         _answer_step(run_dir, manifest, loaded, progress, cache, llm or LLMOptions())
         _finish(run_dir, manifest, runner)
@@ -443,12 +469,16 @@ def start_run(
     extra_manifest: Mapping[str, Any] | None = None,
     on_folder: Callable[[Path], None] | None = None,
     llm: LLMOptions | None = None,
+    group_concurrency: int = 1,
+    max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE,
 ) -> ScoredRun:
     """Check everything, create the run's folder (``<UTC start>-<spec hash>``, suffixed ``-2``,
     ``-3``, ... if taken), run every system and score, holding the folder's lock throughout.
     ``on_folder`` is told the folder as soon as it exists (the command line names it when a
-    run is interrupted)."""
+    run is interrupted). ``group_concurrency`` and ``max_failure_rate`` are execution settings
+    (checked by :func:`check_execution`), recorded in ``run.json`` and kept on resume."""
     check_spec(spec)
+    check_execution(group_concurrency, max_failure_rate)
     check_systems(spec.systems, spec.system_configs)
     check_unique_datasets(spec.datasets, [])
     loaded = list(datasets) if datasets is not None else load_datasets(spec, data_dir)
@@ -461,6 +491,8 @@ def start_run(
         planned = answers.plan(spec, loaded, cache_dir or default_cache_dir())
         manifest.answering = answering_record(spec, planned, cache_dir or default_cache_dir())
     manifest.extra.update(extra_manifest or {})
+    manifest.group_concurrency = group_concurrency
+    manifest.max_failure_rate = max_failure_rate
     run_dir = _new_run_dir(out_dir, manifest)
     if on_folder is not None:
         on_folder(run_dir)
@@ -738,6 +770,7 @@ def _score_run(
         + sum(1 for v in verdicts if v.answering.get("answer_outcome") == "answered"),
         floors=run_floors(loaded, spec.k),
         rules=applied_rules(loaded),
+        failures=failures(observations, ingests, manifest.max_failure_rate),
     )
     store.write_text(run_dir / store.SUMMARY, render_summary(scored, reports_of(loaded)))
     return scored

@@ -18,7 +18,14 @@ from recallbench.pipeline import score_run, start_run
 from recallbench.spec import RunSpec
 
 SYSTEMS = ("random", "bm25", "naive")
-TIMING = {"latency_ms_p50", "latency_ms_p95", "ingest_ms_total", "ingest_turns_per_s"}
+TIMING = {
+    "latency_ms_p50",
+    "latency_ms_p95",
+    "ingest_ms_total",
+    "ingest_add_ms_total",
+    "ingest_index_wait_ms_total",
+    "ingest_turns_per_s",
+}
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)$")
 
 

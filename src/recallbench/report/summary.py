@@ -206,6 +206,38 @@ def provenance_lines(scored: ScoredRun) -> list[str]:
     return lines
 
 
+def failure_lines(scored: ScoredRun) -> list[str]:
+    """One line per system, dataset and kind (searches, ingests) with failed calls, naming
+    each cause with its count (``ScoredRun.failures``), then, when they fail the run, a line
+    saying so and at which threshold; ``[]`` when nothing failed."""
+    found = scored.failures
+    lines = [f"FAILED: {f.line()}" if f.fails_run else f"errors: {f.line()}" for f in found]
+    if any(f.fails_run for f in found):
+        rate = scored.manifest.max_failure_rate
+        lines.append(
+            f"run failed: a system failed every call of a kind, or more than {rate:g} of them "
+            "(--max-failure-rate); its figures above count those calls as misses"
+        )
+    return lines
+
+
+def timing_lines(scored: ScoredRun) -> list[str]:
+    """Per dataset and system whose ingest has a ``finish_ingest`` wait: the ingest time split
+    into add time and index wait (rows ``ingest_add_ms_total``, ``ingest_index_wait_ms_total``)."""
+    rows = {(r.dataset, r.system, r.metric): r for r in scored.metrics if r.slice == ALL}
+    out = []
+    for (dataset, system, metric), r in rows.items():
+        if metric != "ingest_index_wait_ms_total" or r.value is None:
+            continue
+        add = rows.get((dataset, system, "ingest_add_ms_total"))
+        out.append(
+            f"ingest timing, {system} on {dataset}: add {fmt(add.value if add else None, 1)} ms, "
+            f"index wait (finish_ingest) {fmt(r.value, 1)} ms, over {r.denominator} haystack "
+            "group(s)"
+        )
+    return out
+
+
 def rules_lines(scored: ScoredRun) -> list[str]:
     """The rules each dataset was scored by: the official source and every known deviation
     (``ScoredRun.rules``), as plain lines for the console."""
@@ -278,6 +310,8 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
                 f"- INCOMPLETE: {system} on {key}: {n} question(s) have no observation "
                 "(resume the run to finish it)"
             )
+    lines.extend(f"- {line}" for line in failure_lines(scored))
+    lines.extend(f"- {line}" for line in timing_lines(scored))
     lines.append("")
     for t in tables(scored, reports):
         lines.append(_markdown_table(t))

@@ -21,6 +21,7 @@ from recallbench.datasets.dataset import LoadedDataset
 from recallbench.errors import ManifestVersionError, RunFolderError
 from recallbench.results import store
 from recallbench.results.environment import environment
+from recallbench.results.failures import DEFAULT_MAX_FAILURE_RATE
 from recallbench.spec import RunSpec, make_run_id
 
 
@@ -128,6 +129,14 @@ class RunManifest:
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys this version does not model, kept as read so that nothing is lost on rewrite."""
     format_version: str = FORMAT_VERSION
+    group_concurrency: int = 1
+    """Haystack groups ingested and searched at once (``--group-concurrency``), each by its own
+    instance: an execution setting, not part of the spec (results do not depend on it). Written
+    under ``execution`` in ``run.json``; a run that predates it ran one group at a time."""
+    max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE
+    """``--max-failure-rate``: above this share of failed searches or ingests of a system on a
+    dataset (or when all failed) the run ends ``failed`` (:mod:`recallbench.results.failures`).
+    Written under ``execution``."""
 
     @classmethod
     def new(
@@ -164,6 +173,10 @@ class RunManifest:
             "ended_at": self.ended_at,
             "status": self.status,
             "resumed_at": list(self.resumed_at),
+            "execution": {
+                "group_concurrency": self.group_concurrency,
+                "max_failure_rate": self.max_failure_rate,
+            },
             **({"answering": self.answering} if self.answering else {}),
             **self.environment,
             **self.extra,
@@ -173,6 +186,8 @@ class RunManifest:
     def from_dict(cls, raw: Mapping[str, Any], where: Path | str = "run.json") -> RunManifest:
         d = upgrade(dict(raw), where)
         known = {f.name for f in dataclasses.fields(cls)} - {"environment", "extra"}
+        known.add("execution")
+        execution = d.get("execution") or {}
         env_keys = ("recallbench_version", "packages", "git", "machine")
         try:
             manifest = cls(
@@ -190,6 +205,10 @@ class RunManifest:
                 environment={k: d[k] for k in env_keys if k in d},
                 extra={k: v for k, v in d.items() if k not in known and k not in env_keys},
                 format_version=str(d["format_version"]),
+                group_concurrency=int(execution.get("group_concurrency", 1)),
+                max_failure_rate=float(
+                    execution.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)
+                ),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RunFolderError(f"{where}: not a recallbench run manifest ({exc!r})") from None

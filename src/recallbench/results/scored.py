@@ -9,6 +9,7 @@ from pathlib import Path
 
 from recallbench.contracts import AnswerFigure, AppliedRules, MetricRow, Verdict
 from recallbench.datasets.dataset import LoadedDataset
+from recallbench.results.failures import Failures
 from recallbench.results.manifest import RunManifest
 from recallbench.spec import RunSpec
 
@@ -81,6 +82,9 @@ class ScoredRun:
     """The rules this scoring applied, by dataset key (handed down by the pipeline)."""
     predictions: Path | None = None
     """The predictions file scored, when this is not a run (``recallbench score FILE``)."""
+    failures: tuple[Failures, ...] = ()
+    """Each system's failed searches and ingests by cause (:mod:`recallbench.results.failures`),
+    judged against the run's ``max_failure_rate``."""
 
     @property
     def spec(self) -> RunSpec:

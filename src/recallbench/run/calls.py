@@ -10,6 +10,12 @@ nothing runs inside a system the runner has given up on.
 (validation and copying: a system that reuses one result list cannot change it afterwards); an
 exception from ``post`` is kept apart from the call's own (``CallOutcome.invalid``). The call's
 time (``elapsed_ms``) does not include ``post``.
+
+A :class:`Limiter` (optional, shared by every pool serving one system) holds a worker back
+before its call starts: at most ``max_concurrency`` calls of that system run at once, and calls
+start at most ``requests_per_second`` a second, evenly spaced (a token bucket holding one
+token). Waiting for it is not part of ``elapsed_ms`` nor of the timeout, which count from the
+call's start. An abandoned call gives its slot back at once (its system is given up on).
 """
 
 from __future__ import annotations
@@ -22,6 +28,45 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class Limiter:
+    """A system's limits, shared by all its instances: ``max_concurrency`` calls in flight,
+    ``requests_per_second`` call starts a second (None: no limit)."""
+
+    def __init__(
+        self, max_concurrency: int | None = None, requests_per_second: float | None = None
+    ) -> None:
+        self.max_concurrency = max_concurrency
+        self.requests_per_second = requests_per_second
+        self._slots = threading.Semaphore(max_concurrency) if max_concurrency else None
+        self._interval = 1.0 / requests_per_second if requests_per_second else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.peak = 0
+        """The most calls that ran at once (for tests and timing scripts)."""
+
+    def acquire(self) -> None:
+        """Block until a call may start (a free slot, then the next start time)."""
+        if self._slots is not None:
+            self._slots.acquire()
+        if self._interval:
+            with self._lock:
+                now = time.monotonic()
+                start = max(now, self._next)
+                self._next = start + self._interval
+            if start > now:
+                time.sleep(start - now)
+        with self._lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+
+    def release(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+        if self._slots is not None:
+            self._slots.release()
+
+
 @dataclass
 class Call:
     fn: Callable[[], Any]
@@ -31,6 +76,7 @@ class Call:
     lock: threading.Lock = field(default_factory=threading.Lock)
     cancelled: bool = False
     abandoned: bool = False
+    holds_slot: bool = False
     t0: float = 0.0
     t1: float = 0.0
     result: Any = None
@@ -56,9 +102,10 @@ class CallOutcome:
 
 
 class CallPool:
-    def __init__(self, workers: int = 1) -> None:
+    def __init__(self, workers: int = 1, limiter: Limiter | None = None) -> None:
         self._queue: queue.SimpleQueue[Call | None] = queue.SimpleQueue()
         self._workers = max(1, workers)
+        self._limiter = limiter
         for _ in range(self._workers):
             self._spawn()
 
@@ -73,6 +120,14 @@ class CallPool:
             with call.lock:
                 if call.cancelled:
                     continue
+            if self._limiter is not None:
+                self._limiter.acquire()
+            with call.lock:
+                if call.cancelled:
+                    if self._limiter is not None:
+                        self._limiter.release()
+                    continue
+                call.holds_slot = self._limiter is not None
                 call.t0 = time.perf_counter()
                 call.started.set()
             try:
@@ -80,6 +135,7 @@ class CallPool:
             except BaseException as exc:  # noqa: BLE001 - any failure becomes an observation
                 call.error = exc
             call.t1 = time.perf_counter()
+            self._release(call)
             if call.error is None and call.post is not None:
                 try:
                     call.result = call.post(call.result)
@@ -89,6 +145,13 @@ class CallPool:
                 call.done.set()
                 if call.abandoned:  # a replacement worker took this one's place
                     return
+
+    def _release(self, call: Call) -> None:
+        """Give the call's limiter slot back, once (on return, or when it is abandoned)."""
+        with call.lock:
+            holds, call.holds_slot = call.holds_slot, False
+        if holds and self._limiter is not None:
+            self._limiter.release()
 
     def submit(self, fn: Callable[[], Any], post: Callable[[Any], Any] | None = None) -> Call:
         call = Call(fn, post)
@@ -111,6 +174,7 @@ class CallPool:
             if call.done.is_set() or call.abandoned:
                 return
             call.abandoned = True
+        self._release(call)
         self._spawn()
 
     def wait(self, call: Call, timeout_s: float, abandon: bool = True) -> CallOutcome:

@@ -12,14 +12,34 @@ and a freshly built instance serves the next group (no hidden re-ingest). A syst
 constructor raises is recorded as failed for every question, with the reason. Each system gets
 its own copy of the sessions, and ``chars_returned`` is counted by the harness
 (:func:`~recallbench.systems.boundary.chars_returned`).
+
+Parallel groups (``group_concurrency`` N above 1): the haystack groups of one (dataset, system)
+are taken in dataset order by N lanes, each a thread with its own instance (built through the
+same factory and :class:`~recallbench.systems.base.SystemContext`, with its own work folder),
+reset and used by one group at a time, and its own call pool of ``concurrency`` workers (the
+searches in flight within a group). A timeout quarantines that lane's instance only; a system
+whose constructor raises fails every group of every lane, as with one lane. A lane holds a
+group's records and appends them together, under one lock, once the group is done (one lane
+writes each observation as it comes, as before), so a killed run loses at most the groups in
+flight and records of a group stay together in the files. Results do not depend on N: the
+scorer orders by question, and every instance starts from ``reset()``.
+
+Limits: the first instance built of a system is asked for ``limits``
+(``max_concurrency``, ``requests_per_second``; read defensively, see :func:`limiter_of`); one
+:class:`~recallbench.run.calls.Limiter` then gates every call (reset, add, finish_ingest,
+search) of all that system's instances. Tries: a system with ``last_attempts()`` (per thread,
+the tries of its last call, as ``llm.types.Attempt``) has them read on the worker thread right
+after each call; ``attempt`` is their number and ``retries`` (on the observation, or on the
+ingest record with the ``call`` named) holds them when there was more than one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import shutil
+import threading
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,11 +53,11 @@ from recallbench.contracts import (
     Session,
     sha256_text,
 )
-from recallbench.datasets.dataset import LoadedDataset
+from recallbench.datasets.dataset import HaystackGroup, LoadedDataset
 from recallbench.errors import UserError
 from recallbench.results import store
 from recallbench.results.manifest import now_rfc3339
-from recallbench.run.calls import CallOutcome, CallPool
+from recallbench.run.calls import CallOutcome, CallPool, Limiter
 from recallbench.spec import RunSpec
 from recallbench.systems.base import MemorySystem, SystemContext, close_system, declared_hooks
 from recallbench.systems.boundary import chars_returned, normalise_memories, source_text_flags
@@ -123,6 +143,156 @@ class _IngestResult:
     reason: str | None
 
 
+_Work = tuple[HaystackGroup, list[Question]]
+"""A haystack group and its questions still to ask."""
+
+
+def limiter_of(system: object) -> Limiter | None:
+    """The system's declared limits as a :class:`Limiter` shared by all its instances, or None.
+
+    Read defensively: ``system.limits`` (``systems.base.Limits``: ``max_concurrency``,
+    ``requests_per_second``, e.g. from the ``[limits]`` table of an ``http`` system's config);
+    anything else, or no limit set, is no limit."""
+    limits = getattr(system, "limits", None)
+    cap = getattr(limits, "max_concurrency", None)
+    rps = getattr(limits, "requests_per_second", None)
+    cap = cap if isinstance(cap, int) and not isinstance(cap, bool) and cap >= 1 else None
+    rps = float(rps) if isinstance(rps, int | float) and not isinstance(rps, bool) else None
+    rps = rps if rps is not None and rps > 0 else None
+    if cap is None and rps is None:
+        return None
+    return Limiter(cap, rps)
+
+
+class _Tries:
+    """A call that also collects, on its own worker thread, the tries the system reports for
+    it (``last_attempts()``, per thread, e.g. the ``http`` system): ``attempts`` as dicts."""
+
+    def __init__(self, system: object, fn: Callable[[], Any]) -> None:
+        self._system = system
+        self._fn = fn
+        self.attempts: tuple[Mapping[str, Any], ...] = ()
+
+    def __call__(self) -> Any:
+        last = getattr(self._system, "last_attempts", None)
+        try:
+            return self._fn()
+        finally:
+            if callable(last):
+                try:
+                    self.attempts = tuple(_attempt_dict(a) for a in last())
+                except Exception:  # noqa: BLE001 - a broken report of tries is no try
+                    self.attempts = ()
+
+
+def _attempt_dict(a: Any) -> dict[str, Any]:
+    if isinstance(a, Mapping):
+        return dict(a)
+    return {
+        "attempt": a.attempt,
+        "status": a.status,
+        "error": a.error,
+        "wait_s": a.wait_s,
+        "latency_ms": a.latency_ms,
+    }
+
+
+class _Writer:
+    """The run's two logs behind one lock: lanes append whole groups through it, and nothing is
+    appended once the run's logs are closed (a lane still running after Ctrl-C)."""
+
+    def __init__(self, obs_log: store.ObservationLog, ingest_log: store.AppendLog) -> None:
+        self.obs_log = obs_log
+        self.ingest_log = ingest_log
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def write(self, ingests: Sequence[IngestRecord], observations: Sequence[Observation]) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            for r in ingests:
+                self.ingest_log.append(r)
+            for o in observations:
+                self.obs_log.append(o)
+            self.obs_log.sync()
+            self.ingest_log.sync()
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+
+
+class _GroupRecords:
+    """Where one group's records go: straight to the logs (one lane: each observation as it
+    comes), or held and appended together when the group is done (``buffered``: parallel
+    lanes, so each group's records stay together in the files)."""
+
+    def __init__(self, writer: _Writer, buffered: bool) -> None:
+        self._writer = writer
+        self._buffered = buffered
+        self._ingests: list[IngestRecord] = []
+        self._observations: list[Observation] = []
+
+    def ingest(self, record: IngestRecord) -> None:
+        if self._buffered:
+            self._ingests.append(record)
+        else:
+            self._writer.write([record], [])
+
+    def append(self, obs: Observation) -> None:
+        if self._buffered:
+            self._observations.append(obs)
+        else:
+            with self._writer.lock:
+                if not self._writer.closed:
+                    self._writer.obs_log.append(obs)
+
+    def flush(self) -> None:
+        """Append what is held and sync both logs."""
+        self._writer.write(self._ingests, self._observations)
+        self._ingests, self._observations = [], []
+
+
+class _Feed:
+    """The groups of one (dataset, system), handed to lanes one at a time in dataset order."""
+
+    def __init__(self, work: Sequence[_Work]) -> None:
+        self._items = list(work)
+        self._next = 0
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def __iter__(self) -> Iterator[_Work]:
+        return self
+
+    def __next__(self) -> _Work:
+        with self._lock:
+            if self._stopped or self._next >= len(self._items):
+                raise StopIteration
+            item = self._items[self._next]
+            self._next += 1
+            return item
+
+    def stop(self) -> None:
+        """No lane takes another group (a lane failed, or the run was interrupted)."""
+        with self._lock:
+            self._stopped = True
+
+
+@dataclass
+class _SystemState:
+    """What the lanes of one (dataset, system) share."""
+
+    ds: LoadedDataset
+    system_name: str
+    ingested: set[tuple[str, str, str]]
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    generation: int = 0
+    build_error: str | None = None
+    images: dict[str, str] | None = None
+
+
 class Runner:
     """Executes a RunSpec into a results folder, resumable from its own logs."""
 
@@ -134,8 +304,16 @@ class Runner:
         run_id: str,
         progress: Progress | None = None,
         cache_dir: Path | None = None,
+        group_concurrency: int = 1,
     ) -> None:
         self.spec = spec
+        self.group_concurrency = max(1, group_concurrency)
+        """Haystack groups run at once, each on its own instance (an execution setting: not
+        part of the spec, and results do not depend on it)."""
+        self.limiters: dict[str, Limiter | None] = {}
+        """Each system's :class:`Limiter`, from the first instance built (None: no limits)."""
+        self._limiters_lock = threading.Lock()
+        self._writer: _Writer
         self.datasets = list(datasets)
         self.run_dir = run_dir
         self.run_id = run_id
@@ -161,24 +339,26 @@ class Runner:
 
     # -- execution -------------------------------------------------------------------------
     def execute(self) -> None:
+        """Run every system on every dataset; with ``group_concurrency`` above 1, the haystack
+        groups of one (dataset, system) run on that many lanes at once (see the module doc)."""
         done = self.done_keys()
         ingested = self.ingested_groups()
         obs_log = store.ObservationLog(self.run_dir)
         ingest_log = store.AppendLog(self.run_dir / store.INGEST)
-        pool = CallPool(self.spec.concurrency)
+        self._writer = _Writer(obs_log, ingest_log)
         try:
             for ds in self.datasets:
                 for system_name in self.spec.systems:
-                    self._run_system(ds, system_name, done, ingested, obs_log, ingest_log, pool)
+                    self._run_system(ds, system_name, done, ingested)
         finally:
-            pool.close()
+            self._writer.close()
             obs_log.close()
             ingest_log.close()
 
     def _context(self, system_name: str, generation: int = 0) -> SystemContext:
         """A fresh private work folder: ``work/<system>`` for the first instance, and
-        ``work/<system>.<n>`` for the n-th replacement (a quarantined instance may still be
-        writing to its own)."""
+        ``work/<system>.<n>`` for the n-th one after it (a replacement for a quarantined
+        instance, which may still be writing to its own, or another lane's instance)."""
         suffix = f".{generation}" if generation else ""
         work = self.run_dir / "work" / f"{system_name}{suffix}"
         shutil.rmtree(work, ignore_errors=True)  # a resumed run rebuilds state from scratch
@@ -207,6 +387,9 @@ class Runner:
         settings = getattr(system, "settings", None)  # optional, declared in systems/base.py
         if isinstance(settings, Mapping):
             self.settings.setdefault(system_name, dict(settings))
+        with self._limiters_lock:
+            if system_name not in self.limiters:
+                self.limiters[system_name] = limiter_of(system)
         return _Instance(system, summarizes, name=system_name)
 
     def _quarantine(self, inst: _Instance, pool: CallPool) -> None:
@@ -220,10 +403,9 @@ class Runner:
         system_name: str,
         done: set[tuple[str, str, str]],
         ingested: set[tuple[str, str, str]],
-        obs_log: store.ObservationLog,
-        ingest_log: store.AppendLog,
-        pool: CallPool,
     ) -> None:
+        """Every haystack group of ``ds`` for one system: on this thread with one lane, else on
+        ``group_concurrency`` lane threads taking groups in dataset order."""
         questions = {q.id: q for q in ds.questions}
         todo_groups = [
             (
@@ -240,21 +422,51 @@ class Runner:
         self.progress.start_task(f"{system_name} on {ds.key}", total)
         if total == 0:
             return
+        work = [(g, qs) for g, qs in todo_groups if qs]
+        state = _SystemState(ds, system_name, ingested)
+        lanes = max(1, min(self.group_concurrency, len(work)))
+        if lanes == 1:
+            self._lane(state, iter(work), buffered=False)
+            return
+        feed = _Feed(work)
+        errors: list[BaseException] = []
+
+        def lane() -> None:
+            try:
+                self._lane(state, feed, buffered=True)
+            except BaseException as exc:  # noqa: BLE001 - re-raised on the calling thread
+                errors.append(exc)
+                feed.stop()
+
+        threads = [
+            threading.Thread(target=lane, daemon=True, name=f"recallbench-lane-{i}")
+            for i in range(lanes)
+        ]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.1)  # short joins: Ctrl-C reaches this thread
+        except BaseException:
+            feed.stop()
+            raise
+        if errors:
+            raise errors[0]
+
+    def _lane(self, state: _SystemState, groups: Iterator[_Work], buffered: bool) -> None:
+        """One lane: its own instance (built on first use, replaced after a quarantine) and
+        call pool, taking groups from ``groups`` until none is left. With ``buffered`` a
+        group's records are appended together once the group is done."""
+        ds, system_name = state.ds, state.system_name
         image_mode = ds.options.image_mode
         inst: _Instance | None = None
-        generation = 0
-        build_error: str | None = None
-        images: dict[str, str] | None = None
+        pool: CallPool | None = None
         try:
-            for group, qs in todo_groups:
-                if not qs:
-                    continue
-                if inst is None and build_error is None:
-                    try:
-                        inst = self._build(system_name, generation)
-                    except _BuildError as exc:
-                        build_error = str(exc)
-                    generation += 1
+            for group, qs in groups:
+                out = _GroupRecords(self._writer, buffered)
+                if inst is None:
+                    inst = self._lane_instance(state)
                 if inst is None:
                     self._ingest_record(
                         ds,
@@ -263,18 +475,18 @@ class Runner:
                         group.sessions,
                         None,
                         "error",
-                        build_error,
+                        state.build_error,
                         None,
-                        ingest_log,
-                        ingested,
+                        out,
+                        state.ingested,
                     )
-                    self._fail_all(ds, system_name, qs, build_error, obs_log)
+                    self._fail_all(ds, system_name, qs, state.build_error, out)
+                    out.flush()
                     continue
+                if pool is None:
+                    pool = CallPool(self.spec.concurrency, self.limiters.get(system_name))
                 caps = inst.system.capabilities
-                if images is None:
-                    images = (
-                        image_paths(ds) if caps.accepts_images and image_mode == "native" else {}
-                    )
+                images = self._images(state, ds, caps.accepts_images and image_mode == "native")
                 sessions = private_copy(
                     prepare_sessions(
                         [point_images(s, images) for s in group.sessions],
@@ -285,18 +497,17 @@ class Runner:
                 )
                 turns = {t.turn_id: t.text for s in group.sessions for t in s.turns}
                 result = self._ingest(
-                    inst, ds, group.group_id, sessions, pool, ingest_log, ingested
+                    inst, ds, group.group_id, sessions, pool, out, state.ingested
                 )
                 if result.searchable:
-                    self._search_all(inst, ds, qs, turns, pool, obs_log)
+                    self._search_all(inst, ds, qs, turns, pool, out)
                 elif inst.quarantined:
-                    self._fail_all(ds, system_name, qs, f"{QUARANTINED} ({result.reason})", obs_log)
+                    self._fail_all(ds, system_name, qs, f"{QUARANTINED} ({result.reason})", out)
                 else:
-                    self._fail_all(ds, system_name, qs, f"ingest failed: {result.reason}", obs_log)
+                    self._fail_all(ds, system_name, qs, f"ingest failed: {result.reason}", out)
                 if inst.quarantined:
                     inst = None  # a fresh instance serves the next group
-                obs_log.sync()  # a group's records survive a machine crash once it is done
-                ingest_log.sync()
+                out.flush()  # a group's records survive a machine crash once it is done
         finally:
             if inst is not None and not inst.quarantined:
                 try:
@@ -307,6 +518,31 @@ class Runner:
                         RuntimeWarning,
                         stacklevel=2,
                     )
+            if pool is not None:
+                pool.close()
+
+    def _lane_instance(self, state: _SystemState) -> _Instance | None:
+        """A new instance for a lane, or None once building one has failed (the reason is in
+        ``state.build_error``; no later build is tried, as with a single lane)."""
+        with state.lock:
+            if state.build_error is not None:
+                return None
+            generation = state.generation
+            state.generation += 1
+        try:
+            return self._build(state.system_name, generation)
+        except _BuildError as exc:
+            with state.lock:
+                if state.build_error is None:
+                    state.build_error = str(exc)
+            return None
+
+    def _images(self, state: _SystemState, ds: LoadedDataset, wanted: bool) -> dict[str, str]:
+        """The dataset's image files, resolved once per (dataset, system)."""
+        with state.lock:
+            if state.images is None:
+                state.images = image_paths(ds) if wanted else {}
+            return state.images
 
     def _fail_all(
         self,
@@ -314,7 +550,7 @@ class Runner:
         system_name: str,
         qs: Sequence[Question],
         reason: str | None,
-        obs_log: store.ObservationLog,
+        obs_log: _GroupRecords,
     ) -> None:
         for q in qs:
             obs_log.append(self._failed(ds, system_name, q, reason))
@@ -330,13 +566,14 @@ class Runner:
         outcome: Any,
         reason: str | None,
         finish_ms: float | None,
-        ingest_log: store.AppendLog,
+        out: _GroupRecords,
         ingested: set[tuple[str, str, str]],
+        retries: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
         key = (ds.key, system_name, group_id)
         if key in ingested:  # a resumed group re-ingests, but its time is recorded once
             return
-        ingest_log.append(
+        out.ingest(
             IngestRecord(
                 run_id=self.run_id,
                 dataset=ds.key,
@@ -349,6 +586,7 @@ class Runner:
                 outcome=outcome,
                 outcome_reason=reason,
                 finish_ms=finish_ms,
+                retries=retries,
             )
         )
         ingested.add(key)
@@ -360,25 +598,28 @@ class Runner:
         group_id: str,
         sessions: list[Session],
         pool: CallPool,
-        ingest_log: store.AppendLog,
+        ingest_log: _GroupRecords,
         ingested: set[tuple[str, str, str]],
     ) -> _IngestResult:
         """``reset()``, one ``add`` per session, then the declared ``finish_ingest``: each its
         own call with the per-call timeout. A call that raises is recorded (``add`` or
         ``finish_ingest``: the ingest is ``partial`` and the group is still searched; ``reset``:
-        ``error``, not searched); a call that times out quarantines the instance (``error``)."""
+        ``error``, not searched); a call that times out quarantines the instance (``error``).
+        The tries of every call that took more than one (``last_attempts()``) are recorded
+        under ``retries``, each with its ``call``."""
         system = inst.system
         timeout = self.spec.timeout_s
         finishes = "finish_ingest" in declared_hooks(system)
         ms = 0.0
         finish_ms: float | None = None
         failures: list[str] = []
+        retries: list[Mapping[str, Any]] = []
 
         def record(outcome: str, reason: str | None) -> None:
             self._ingest_record(
                 ds, inst.name, group_id, sessions,
                 round(ms, 4) if outcome == "usable" else None,
-                outcome, reason, finish_ms, ingest_log, ingested,
+                outcome, reason, finish_ms, ingest_log, ingested, tuple(retries),
             )  # fmt: skip
 
         steps: list[tuple[str, Any]] = [("reset", system.reset)]
@@ -386,7 +627,10 @@ class Runner:
         if finishes:
             steps.append(("finish_ingest", system.finish_ingest))  # type: ignore[attr-defined]
         for label, fn in steps:
-            out: CallOutcome = pool.run(fn, timeout)
+            tried = _Tries(system, fn)
+            out: CallOutcome = pool.run(tried, timeout)
+            if not out.timed_out and len(tried.attempts) > 1:
+                retries.extend({"call": label, **a} for a in tried.attempts)
             if out.timed_out:
                 self._quarantine(inst, pool)
                 reason = f"{label}: {out.reason}"
@@ -415,7 +659,7 @@ class Runner:
         qs: list[Question],
         turns: Mapping[str, str],
         pool: CallPool,
-        obs_log: store.ObservationLog,
+        obs_log: _GroupRecords,
     ) -> None:
         """One search per question, up to ``4 * concurrency`` submitted ahead. Each result is
         validated and copied inside the worker the moment the call returns. After a timeout the
@@ -433,7 +677,8 @@ class Runner:
             if inst.quarantined:
                 self._fail_all(ds, inst.name, batch, QUARANTINED, obs_log)
                 continue
-            calls = [pool.submit(lambda q=q: system.search(q.text, k), post) for q in batch]
+            tries = [_Tries(system, lambda q=q: system.search(q.text, k)) for q in batch]
+            calls = [pool.submit(t, post) for t in tries]
             for i, (q, call) in enumerate(zip(batch, calls, strict=True)):
                 if inst.quarantined:
                     obs_log.append(self._failed(ds, inst.name, q, QUARANTINED))
@@ -444,7 +689,8 @@ class Runner:
                             pool.abandon(later)
                         pool.abandon(call)
                         self._quarantine(inst, pool)
-                    obs_log.append(self._observation(ds, inst, q, turns, outcome))
+                    attempts = () if outcome.timed_out else tries[i].attempts
+                    obs_log.append(self._observation(ds, inst, q, turns, outcome, attempts))
                 self.progress.advance(1)
 
     def _observation(
@@ -454,10 +700,14 @@ class Runner:
         q: Question,
         turns: Mapping[str, str],
         outcome: CallOutcome,
+        attempts: tuple[Mapping[str, Any], ...] = (),
     ) -> Observation:
+        """The record of one search; ``attempts``: its tries, as the system reported them
+        (``attempt`` is their number, ``retries`` holds them when there was more than one)."""
         name = inst.name
+        tries = {"attempt": max(1, len(attempts)), "retries": attempts if len(attempts) > 1 else ()}
         if not outcome.ok:
-            return self._failed(ds, name, q, outcome.reason)
+            return dataclasses.replace(self._failed(ds, name, q, outcome.reason), **tries)
         memories: tuple[Memory, ...] = outcome.result
         flags = () if inst.summarizes else source_text_flags(memories, turns)
         return self._record(
@@ -470,6 +720,7 @@ class Runner:
             outcome_reason=None if memories else "empty result",
             chars=chars_returned(memories, turns),
             flags=flags,
+            **tries,
         )
 
     def _failed(
@@ -491,6 +742,8 @@ class Runner:
         outcome_reason: str | None,
         chars: int = 0,
         flags: tuple[str, ...] = (),
+        attempt: int = 1,
+        retries: tuple[Mapping[str, Any], ...] = (),
     ) -> Observation:
         return Observation(
             run_id=self.run_id,
@@ -500,7 +753,7 @@ class Runner:
             question_id=q.id,
             system=system_name,
             k=self.spec.k_max,
-            attempt=1,
+            attempt=attempt,
             observed_at=now_rfc3339(),
             latency_ms=latency_ms,
             memories=memories,
@@ -509,4 +762,5 @@ class Runner:
             outcome_reason=outcome_reason,
             query_sha256=sha256_text(q.text),
             flags=flags,
+            retries=retries,
         )

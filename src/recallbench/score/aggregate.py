@@ -228,6 +228,7 @@ def _timing_rows(
             null_reason=None if ok else "no successful ingest",
         )
     )
+    rows.extend(_ingest_split_rows(base, ok, bad))
     turns = sum(i.turns for i in ok)
     total_ms = sum(i.ingest_ms for i in ok)  # type: ignore[misc]
     rows.append(
@@ -244,6 +245,32 @@ def _timing_rows(
         )
     )
     return rows
+
+
+NO_FINISH_HOOK = "no_finish_hook: the system declares no finish_ingest hook, so no wait is timed"
+
+
+def _ingest_split_rows(base: _Base, ok: Sequence[IngestRecord], bad: int) -> list[MetricRow]:
+    """``ingest_ms_total`` split in two over the same usable ingests: the time of the
+    ``finish_ingest`` hook (``ingest_index_wait_ms_total``: building an index, or waiting for a
+    hosted service to finish indexing) and the rest (``ingest_add_ms_total``: ``reset`` and
+    every ``add``). Without the hook the wait is null (:data:`NO_FINISH_HOOK`), never 0."""
+    excl = f"failed_ingest ({bad})" if bad else None
+    if not ok:
+        return [
+            _row(base, ALL, name, None, None, "haystack_groups_ingested", 0, bad, excl,
+                 null_reason="no successful ingest")
+            for name in ("ingest_add_ms_total", "ingest_index_wait_ms_total")
+        ]  # fmt: skip
+    waits = [i.finish_ms for i in ok if i.finish_ms is not None]
+    wait = sum(waits) if waits else None
+    add = sum(i.ingest_ms for i in ok) - (wait or 0.0)  # type: ignore[misc]
+    return [
+        _row(base, ALL, "ingest_add_ms_total", None, add, "haystack_groups_ingested", len(ok),
+             bad, excl),
+        _row(base, ALL, "ingest_index_wait_ms_total", None, wait, "haystack_groups_ingested",
+             len(ok), bad, excl, null_reason=None if waits else NO_FINISH_HOOK),
+    ]  # fmt: skip
 
 
 def _merge_rule(rule: str | None, name: str, n: int) -> str:

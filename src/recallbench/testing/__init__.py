@@ -2,6 +2,7 @@
 
 Systems: :class:`NoopSystem` (does nothing: harness overhead), :class:`SlowBM25` (BM25, slow
 enough to kill a run part-way), :class:`SlowFinishBM25` (a slow ``finish_ingest`` hook),
+:class:`SlowAddBM25` (a fixed delay per ``add``: an extracting hosted service),
 :class:`FlakySystem` (raises on some questions, hangs on others), :class:`NoSourceSystem`
 (memories without source turns), :class:`HostileSystem` (one fault per mode, for the adapter
 boundary). :func:`register` adds them to
@@ -24,6 +25,7 @@ import json
 import re
 import threading
 import time
+import urllib.error
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,45 @@ class SlowFinishBM25(BM25System):
     def finish_ingest(self) -> None:
         time.sleep(self.finish_delay_s)
         super().finish_ingest()
+
+
+class SlowAddBM25(BM25System):
+    """BM25 whose every ``add`` takes ``add_delay_s`` (option, default 0.05 s) and every
+    ``search`` ``search_delay_s`` (default 0): a stand-in for a hosted service that extracts
+    on ingest, for the group-concurrency timing script and tests. :attr:`peak` is the most
+    instances that were inside ``add`` at once in this process."""
+
+    name = "slow-add"
+    options = (
+        *BM25System.options,
+        Option("add_delay_s", (int, float), 0.05, min=0, help="sleep in every add"),
+        Option("search_delay_s", (int, float), 0.0, min=0, help="sleep in every search"),
+    )
+    peak = 0
+    _inside = 0
+    _guard = threading.Lock()
+
+    def __init__(self, context: SystemContext | None = None) -> None:
+        config = dict((context or SystemContext()).config)
+        self.add_delay_s = float(config.pop("add_delay_s", 0.05))
+        self.search_delay_s = float(config.pop("search_delay_s", 0.0))
+        super().__init__(SystemContext(**{**_context_fields(context), "config": config}))
+
+    def add(self, session: Session) -> None:
+        with SlowAddBM25._guard:
+            SlowAddBM25._inside += 1
+            SlowAddBM25.peak = max(SlowAddBM25.peak, SlowAddBM25._inside)
+        try:
+            time.sleep(self.add_delay_s)
+            super().add(session)
+        finally:
+            with SlowAddBM25._guard:
+                SlowAddBM25._inside -= 1
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        if self.search_delay_s:
+            time.sleep(self.search_delay_s)
+        return super().search(query, k)
 
 
 class FlakySystem(BM25System):
@@ -119,6 +160,9 @@ class HostileSystem(BM25System):
     16-character memory claiming every turn handed to it), ``unknown_turn`` (the first memory
     also claims a turn id that names no turn), ``str_source_turns`` (``source_turns`` a str).
     ``mutates_session``: every ``add`` overwrites the text of the turns it is handed.
+    ``server_down``: every ``reset``, ``add`` and ``search`` raises
+    ``urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))``, as an HTTP
+    client does when nothing listens; ``search_refused``: only searches raise it.
     ``constructor_raises``: the constructor raises ``RuntimeError("cannot connect")``.
     Call faults, the first ``times`` calls of a run only (option, default 1; counted in the run's
     work folder, so a replacement instance behaves): ``add_sleeps`` and ``search_sleeps`` (sleep
@@ -144,6 +188,8 @@ class HostileSystem(BM25System):
             "unknown_turn",
             "str_source_turns",
             "mutates_session",
+            "server_down",
+            "search_refused",
         }
     )
     options = (
@@ -210,9 +256,14 @@ class HostileSystem(BM25System):
         return n < self.times
 
     # -- the protocol ----------------------------------------------------------------------
+    def _refuse(self, *modes: str) -> None:
+        if self.modes & set(modes):
+            raise urllib.error.URLError(ConnectionRefusedError(111, "Connection refused"))
+
     def reset(self) -> None:
         self._enter("reset", "")
         try:
+            self._refuse("server_down")
             self._turns = []
             super().reset()
         finally:
@@ -221,6 +272,7 @@ class HostileSystem(BM25System):
     def add(self, session: Session) -> None:
         self._enter("add", session.session_id)
         try:
+            self._refuse("server_down")
             if self._fires("add_sleeps"):
                 time.sleep(self.sleep_s)
             if self._fires("add_raises"):
@@ -239,6 +291,7 @@ class HostileSystem(BM25System):
     def search(self, query: str, k: int) -> Any:
         self._enter("search", query)
         try:
+            self._refuse("server_down", "search_refused")
             if self._fires("search_sleeps"):
                 time.sleep(self.sleep_s)
             found = super().search(query, k)
@@ -280,6 +333,43 @@ class HostileSystem(BM25System):
         return out
 
 
+def longmemeval_shaped(path: Path, haystacks: int = 50, sessions: int = 3) -> Path:
+    """Write a LongMemEval-shaped file (the published format, text written here) with
+    ``haystacks`` instances of ``sessions`` two-turn sessions each, one of them the answer
+    session; returns ``path`` (load it as ``longmemeval@<path>``)."""
+    items = []
+    for i in range(haystacks):
+        ids = [f"s{i}_{j}" for j in range(sessions)]
+        ids[-1] = f"answer_{i}"
+        items.append(
+            {
+                "question_id": f"q{i}",
+                "question_type": "single-session-user",
+                "question": f"What colour is bicycle number {i}?",
+                "answer": f"colour {i}",
+                "question_date": "2023/06/01 (Thu) 10:00",
+                "haystack_session_ids": ids,
+                "haystack_dates": [f"2023/05/{j + 1:02d} (Mon) 09:00" for j in range(sessions)],
+                "haystack_sessions": [
+                    [
+                        {
+                            "role": "user",
+                            "content": f"Bicycle number {i} is painted colour {i}."
+                            if j == sessions - 1
+                            else f"Note {j} of haystack {i}: the weather was mild.",
+                            **({"has_answer": True} if j == sessions - 1 else {}),
+                        },
+                        {"role": "assistant", "content": f"Noted, entry {j}."},
+                    ]
+                    for j in range(sessions)
+                ],
+                "answer_session_ids": [ids[-1]],
+            }
+        )
+    path.write_text(json.dumps(items), encoding="utf-8")
+    return path
+
+
 def _context_fields(context: SystemContext | None) -> dict[str, Any]:
     c = context or SystemContext()
     return {"seed": c.seed, "work_dir": c.work_dir, "cache_dir": c.cache_dir}
@@ -291,6 +381,7 @@ TEST_SYSTEMS = {
     "no-source": "recallbench.testing:NoSourceSystem",
     "noop": "recallbench.testing:NoopSystem",
     "slow-finish": "recallbench.testing:SlowFinishBM25",
+    "slow-add": "recallbench.testing:SlowAddBM25",
     "hostile": "recallbench.testing:HostileSystem",
 }
 
@@ -346,7 +437,8 @@ def run_differences(
     a: Path, b: Path, files: Iterable[str] | None = None, systems: Iterable[str] | None = None
 ) -> list[str]:
     """How two results folders differ in their verdicts and metric rows, ignoring the run id
-    and the timing-derived rows (``latency_ms_*``, ``ingest_ms_total``,
+    and the timing-derived rows (:data:`recallbench.score.metrics.TIMING`: ``latency_ms_*``,
+    ``ingest_ms_total``, ``ingest_add_ms_total``, ``ingest_index_wait_ms_total``,
     ``ingest_turns_per_s``) and nothing else; ``[]`` when they agree. ``systems``: compare
     only the rows of these systems (e.g. the baselines of a run that also ran a plugin)."""
     only = None if systems is None else frozenset(systems)
