@@ -6,14 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from http_support import http_section
 
 from recallbench.errors import SystemConfigError, UserError
 from recallbench.systems.base import Limits, SystemContext
 from recallbench.systems.http.config import load_config, render
 from recallbench.systems.http.reference import ReferenceServer
 from recallbench.systems.http.system import HttpSystem
-
-from http_support import http_section
 
 SERVER = ReferenceServer(port=9)  # never started: only its config text is used
 
@@ -75,7 +74,10 @@ def test_an_unset_reference_is_a_user_error_before_the_run(monkeypatch: pytest.M
         ({"base_url": "localhost:80"}, "http config base_url: required: an http:// or https://"),
         ({"add_unit": "turn"}, "http config add_unit: must be 'unit' or 'session'"),
         ({"colour": 1}, "http config colour: unknown key; takes: add, add_unit"),
-        ({"limits": {"max_concurrency": 0}}, "http config limits.max_concurrency: must be a finite"),
+        (
+            {"limits": {"max_concurrency": 0}},
+            "http config limits.max_concurrency: must be a finite",
+        ),
         ({"limits": {"burst": 3}}, "http config limits: unknown key 'burst'"),
         ({"retry": {"tries": 1.5}}, "http config retry.tries: must be an integer"),
         ({"search": {"path": "/s"}}, "http config search.response.text: required"),

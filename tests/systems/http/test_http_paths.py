@@ -43,7 +43,9 @@ def test_syntax_errors_name_the_position(text: str, fragment: str) -> None:
 def test_lookup_errors_say_what_was_there() -> None:
     with pytest.raises(PathLookupError) as info:
         parse_path("$.hits[*]").find(DOC)
-    assert str(info.value) == "$.hits[*]: nothing at $.hits ($ is an object with keys: count, results)"
+    assert (
+        str(info.value) == "$.hits[*]: nothing at $.hits ($ is an object with keys: count, results)"
+    )
     with pytest.raises(PathLookupError) as info:
         parse_path("$.results[5]").find(DOC)
     assert "($.results is a list of 2)" in str(info.value)

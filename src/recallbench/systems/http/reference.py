@@ -109,6 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         owner = self.server.owner
         url = urllib.parse.urlsplit(self.path)
+        if owner.record_header is not None and owner.record_header in self.headers:
+            with owner._lock:
+                owner.header_values.add(str(self.headers[owner.record_header]))
         failure = owner._draw_failure(self.command, self.path, raw)
         if owner.delay_ms > 0:
             time.sleep(owner.delay_ms / 1000.0)
@@ -151,7 +154,8 @@ class _Handler(BaseHTTPRequestHandler):
 class ReferenceServer:
     """The reference server (see the module doc); a context manager that starts and stops it.
 
-    ``port=0`` picks a free port (read :attr:`base_url` after :meth:`start`). ``counters``
+    ``port=0`` picks a free port (read :attr:`base_url` after :meth:`start`).
+    ``record_header``: keep the values of that request header in :attr:`header_values`. ``counters``
     counts requests by endpoint (``add``, ``search``, ``reset``, ``status``, ``other``), in
     total (``requests``) and failures by kind (``failed``, ``failed_429``, ...).
     """
@@ -162,6 +166,7 @@ class ReferenceServer:
         port: int = 0,
         delay_ms: float = 0.0,
         failures: FailureSchedule | None = None,
+        record_header: str | None = None,
     ) -> None:
         if delay_ms < 0:
             raise ValueError(f"delay_ms must not be negative, got {delay_ms}")
@@ -173,6 +178,9 @@ class ReferenceServer:
         self._in_row: dict[str, int] = {}
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self.record_header = record_header
+        self.header_values: set[str] = set()
+        """The values of header ``record_header`` seen so far (tests check a key was sent)."""
         self._namespaces: dict[str, _Namespace] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
