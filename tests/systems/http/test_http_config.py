@@ -127,3 +127,26 @@ def test_a_yaml_file_named_by_the_section(tmp_path: Path) -> None:
     assert config.raw["timeout_s"] == 3 and "file" not in config.raw
     with pytest.raises(SystemConfigError, match=r"^http config file: .*missing\.yaml not found"):
         load_config({"file": str(tmp_path / "missing.yaml")})
+
+
+def _doc_blocks(kind: str) -> list[str]:
+    text = (Path(__file__).resolve().parents[3] / "docs" / "hosted.md").read_text()
+    return [b.split("\n", 1)[1] for b in text.split("```")[1::2] if b.startswith(kind)]
+
+
+def test_the_documented_config_is_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+
+    monkeypatch.setenv("MEM_API_KEY", "from-the-environment")
+    full = next(b for b in _doc_blocks("toml") if "[http.search.response]" in b)
+    config = load_config(tomllib.loads(full)["http"])
+    assert config.limits == Limits(max_concurrency=4, requests_per_second=10.0)
+    assert config.response.source_turns is not None and config.reset is not None
+    assert config.idempotency_key == "{{namespace}}:{{unit_id}}"
+
+
+def test_the_documented_refusal_is_the_message_given() -> None:
+    documented = next(b for b in _doc_blocks("") if b.startswith("error: http config")).strip()
+    with pytest.raises(SystemConfigError) as info:
+        load_config(section(headers={"Authorization": "Bearer sk-live-0123456789abcdef"}))
+    assert documented == f"error: {info.value}"
