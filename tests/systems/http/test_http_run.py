@@ -140,3 +140,24 @@ def test_a_literal_secret_in_the_config_is_refused_before_any_folder(tmp_path: P
     )
     assert "${ENV_VAR}" in result.output and "abcdef0123456789" not in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_server_that_keeps_failing_is_recorded_with_its_cause(tmp_path: Path) -> None:
+    schedule = FailureSchedule(rate=1.0, seed=0, max_in_row=1000, kinds=("503",))
+    with ReferenceServer(failures=schedule) as server:
+        text = server.config_text(tries=2).replace("backoff_base_s = 0.05", "backoff_base_s = 0")
+        config = tmp_path / "http.toml"
+        config.write_text(text, encoding="utf-8")
+        result = CliRunner().invoke(
+            app,
+            ["run", "-q", "--systems", "http", "--no-baselines", "--config", str(config),
+             "--out", str(tmp_path / "out")],
+        )  # fmt: skip
+    run_dir = next((tmp_path / "out").iterdir())
+    ingests = _records(run_dir, "ingest.jsonl", "http")
+    assert [r["outcome"] for r in ingests] in (["partial"], ["error"]), result.output
+    assert "add POST /v1/memories: HTTP 503" in ingests[0]["outcome_reason"]
+    assert "(after 2 tries)" in ingests[0]["outcome_reason"]
+    observations = _records(run_dir, "observations.jsonl", "http")
+    assert len(observations) == 50 and all(o["outcome"] == "error" for o in observations)
+    assert all("HTTP 503" in o["outcome_reason"] for o in observations)

@@ -172,7 +172,7 @@ class HttpSystem:
         self.capabilities = self.declare_capabilities(ctx.config)
         self.limits: Limits = self._cfg.limits
         """The ``[limits]`` of the config (None fields: no limit)."""
-        self.settings: dict[str, Any] = json.loads(json.dumps(dict(self._cfg.raw)))
+        self.settings: dict[str, Any] = json.loads(json.dumps(dict(self._cfg.raw), default=str))
         """The configuration as written (``${NAME}`` references, never their values)."""
         self._env_names = sorted(env_references(self._cfg.raw))
         self._gate = _gate_for(self._cfg.base_url, self._cfg.limits)
