@@ -179,3 +179,15 @@ def test_the_hook_polls_the_status_until_indexing_is_done(reference: ReferenceSe
     polls = reference.counters["status"]
     assert polls >= 2  # "indexing" first, then "done"
     assert [a.status for a in system.last_attempts()] == [200] * polls
+
+
+def test_text_that_looks_like_a_reference_is_sent_as_written(
+    reference: ReferenceServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RB_PRICE", "should-not-appear")
+    monkeypatch.delenv("RB_UNSET", raising=False)
+    text = "The ticket cost ${RB_PRICE} and ${RB_UNSET} in Zanzibar."
+    turns = (Turn("z-t0", "z", "user", text, "2024-05-05"),)
+    system = _build(reference)
+    system.add(with_chunks(Session("z", "2024-05-05", turns), "turn"))
+    assert [m.text for m in system.search("Zanzibar ${RB_PRICE}", 3)] == [f"user: {text}"]

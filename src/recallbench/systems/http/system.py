@@ -38,7 +38,7 @@ import threading
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -136,14 +136,14 @@ def _unit_values(session: Session, unit: Chunk | None) -> dict[str, Any]:
     }
 
 
-def _resolve_all(value: Any) -> Any:
-    """A rendered body with every ``${NAME}`` in its strings resolved (at send time)."""
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` (a template) with ``fn`` applied to every string in it."""
     if isinstance(value, str):
-        return resolve_env(value)
+        return fn(value)
     if isinstance(value, Mapping):
-        return {k: _resolve_all(v) for k, v in value.items()}
+        return {k: _map_strings(v, fn) for k, v in value.items()}
     if isinstance(value, list):
-        return [_resolve_all(v) for v in value]
+        return [_map_strings(v, fn) for v in value]
     return value
 
 
@@ -227,38 +227,49 @@ class HttpSystem:
 
     # ------------------------------------------------------------------ requests
 
-    def _url(self, op: Operation, values: Mapping[str, Any]) -> str:
-        path = render(op.path, values, url=True)
-        url = self._cfg.base_url + path
+    def _prepare(
+        self,
+        op: Operation,
+        values: Mapping[str, Any],
+        header_templates: Mapping[str, str],
+        resolve: bool,
+    ) -> tuple[str, dict[str, str], bytes | None]:
+        """The URL, headers and body of one try. ``${NAME}`` references are resolved in the
+        templates (when ``resolve``) *before* placeholders are filled, so a dataset's text or
+        a question that happens to contain ``${HOME}`` is sent as written."""
+
+        def env(template: Any) -> Any:
+            return _map_strings(template, resolve_env) if resolve else template
+
+        url = env(self._cfg.base_url) + render(env(op.path), values, url=True)
         if op.query:
-            params = render(dict(op.query), values)
+            params = render(env(dict(op.query)), values)
             pairs = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in params.items()]
             url += ("&" if "?" in url else "?") + urllib.parse.urlencode(pairs)
-        return url
+        templates = {**self._cfg.headers, **op.headers, **header_templates}
+        headers = {k: str(render(env(v), values)) for k, v in templates.items()}
+        data: bytes | None = None
+        if op.body is not None:
+            body = render(env(op.body), values)
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            if not any(k.lower() == "content-type" for k in headers):
+                headers["Content-Type"] = "application/json"
+        headers.setdefault("Accept", "application/json")
+        return url, headers, data
 
     def _request(
         self,
         op: Operation,
         values: Mapping[str, Any],
-        extra_headers: Mapping[str, str] | None = None,
+        header_templates: Mapping[str, str] | None = None,
     ) -> Any:
         """Send ``op`` with retries; the parsed JSON reply (None for an empty body)."""
-        url = self._url(op, values)
-        headers = {**self._cfg.headers, **op.headers, **(extra_headers or {})}
-        headers = {k: str(render(v, values)) for k, v in headers.items()}
-        payload = render(op.body, values) if op.body is not None else None
-        if op.body is not None and not any(k.lower() == "content-type" for k in headers):
-            headers["Content-Type"] = "application/json"
-        headers.setdefault("Accept", "application/json")
+        extra = dict(header_templates or {})
 
         def once(attempt: int) -> HttpReply:
-            resolved_url = resolve_env(url)
-            resolved = {k: resolve_env(v) for k, v in headers.items()}
-            data = None
-            if op.body is not None:
-                data = json.dumps(_resolve_all(payload), ensure_ascii=False).encode("utf-8")
+            url, headers, data = self._prepare(op, values, extra, resolve=True)
             with self._gate.slot():
-                return http_request(resolved_url, data, resolved, op.timeout_s, op.method)
+                return http_request(url, data, headers, op.timeout_s, op.method)
 
         result = run_with_retries(once, self._policy, lambda r: classify_http(r, self._policy))
         attempts = [dataclasses.replace(a, error=self._redact(a.error)) for a in result.attempts]
@@ -291,7 +302,7 @@ class HttpSystem:
             values = self._values(**_unit_values(session, unit))
             extra = {}
             if self._cfg.idempotency_key is not None:
-                extra[self._cfg.idempotency_header] = str(render(self._cfg.idempotency_key, values))
+                extra[self._cfg.idempotency_header] = self._cfg.idempotency_key
             self._dirty = True
             self._request(self._cfg.add, values, extra)
 
