@@ -191,3 +191,17 @@ def test_text_that_looks_like_a_reference_is_sent_as_written(
     system = _build(reference)
     system.add(with_chunks(Session("z", "2024-05-05", turns), "turn"))
     assert [m.text for m in system.search("Zanzibar ${RB_PRICE}", 3)] == [f"user: {text}"]
+
+
+def test_max_concurrency_holds_across_threads() -> None:
+    with ReferenceServer(delay_ms=5) as server:
+        system = _build(server, limits={"max_concurrency": 1})
+        threads = [
+            threading.Thread(target=lambda: [system.search("cat", 3) for _ in range(5)])
+            for _ in range(4)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert server.counters["search"] == 20 and server.counters["max_in_flight"] == 1

@@ -104,6 +104,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _handle(self) -> None:
+        owner = self.server.owner
+        with owner._lock:
+            owner._in_flight += 1
+            owner._counts["max_in_flight"] = max(owner._counts["max_in_flight"], owner._in_flight)
+        try:
+            self._serve()
+        finally:
+            with owner._lock:
+                owner._in_flight -= 1
+
+    def _serve(self) -> None:
         started = time.perf_counter()
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -157,7 +168,8 @@ class ReferenceServer:
     ``port=0`` picks a free port (read :attr:`base_url` after :meth:`start`).
     ``record_header``: keep the values of that request header in :attr:`header_values`. ``counters``
     counts requests by endpoint (``add``, ``search``, ``reset``, ``status``, ``other``), in
-    total (``requests``) and failures by kind (``failed``, ``failed_429``, ...).
+    total (``requests``), failures by kind (``failed``, ``failed_429``, ...) and the most
+    requests ever in flight at once (``max_in_flight``).
     """
 
     def __init__(
@@ -178,6 +190,7 @@ class ReferenceServer:
         self._in_row: dict[str, int] = {}
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._in_flight = 0
         self.record_header = record_header
         self.header_values: set[str] = set()
         """The values of header ``record_header`` seen so far (tests check a key was sent)."""
