@@ -1081,7 +1081,9 @@ def serve_memory(
         Path | None, typer.Option(help="Write the matching `http` system config (TOML) here.")
     ] = None,
 ) -> None:
-    """Serve the reference memory server (the built-in BM25 system over HTTP) until Ctrl-C."""
+    """Serve the reference memory server (the built-in BM25 system over HTTP) until Ctrl-C or
+    SIGTERM."""
+    import signal
     import time
 
     from recallbench.systems.http.reference import FailureSchedule, ReferenceServer
@@ -1104,8 +1106,16 @@ def serve_memory(
             highlight=False,
             markup=False,
         )
-        while True:
-            time.sleep(3600)
+
+        def on_term(signum: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGTERM, on_term)
+        try:
+            while True:
+                time.sleep(3600)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     except KeyboardInterrupt:
         err.print("stopped", highlight=False, markup=False)
     finally:

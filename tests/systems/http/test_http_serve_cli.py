@@ -47,6 +47,20 @@ def test_serve_memory_serves_and_writes_the_matching_config(tmp_path: Path) -> N
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=10)
     assert proc.returncode == 0
+    assert proc.stderr.read().strip() == "stopped"
+
+
+def test_serve_memory_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "recallbench", "serve-memory", "--port", "0"],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith("reference memory server on http://127.0.0.1:")
+    proc.terminate()
+    proc.wait(timeout=10)
+    assert proc.returncode == 0 and proc.stderr.read().strip() == "stopped"
 
 
 def test_serve_memory_refuses_a_port_in_use(tmp_path: Path) -> None:
