@@ -76,6 +76,7 @@ from typing import Any, Literal
 
 from recallbench.chunking import private_copy, with_chunks
 from recallbench.contracts import Memory, Session, Turn
+from recallbench.errors import SystemConfigError
 from recallbench.systems.base import (
     Capabilities,
     MemorySystem,
@@ -1027,7 +1028,9 @@ def check_system(
     ``work_dir`` is a folder for the system's state: its ``work`` and ``cache`` subfolders
     become the context's ``work_dir`` and ``cache_dir``. A temporary folder is used (and
     removed) when it is not given. Returns one result per entry of ``CHECKS``, or a single
-    ``skip`` result (check ``"create"``) when an optional extra is missing, or a single
+    ``skip`` result (check ``"create"``) when an optional extra is missing or the system cannot
+    be built without options and none were given (a ``SystemConfigError`` with an empty
+    ``config``, as ``http`` without its config), or a single
     ``fail`` result when building the system raises or times out. Raises
     ``UnknownSystemError`` for a name that is not registered, ``ValueError`` for a timeout that
     is not a positive number.
@@ -1066,6 +1069,20 @@ def check_system(
             ]
         except UnknownSystemError:
             raise
+        except SystemConfigError as exc:
+            if config:
+                return [
+                    CheckResult(name, CREATE_CHECK, "fail", f"{name}: {CREATE_CHECK} failed: {exc}")
+                ]
+            return [
+                CheckResult(
+                    name,
+                    CREATE_CHECK,
+                    "skip",
+                    f"{name}: {CREATE_CHECK} skipped: it needs options "
+                    f"(recallbench verify --system {name} --config FILE): {exc}",
+                )
+            ]
         except Exception as exc:
             return [
                 CheckResult(

@@ -39,3 +39,14 @@ def test_determinism_compares_texts_only_for_declared_server_ids(
     result = next(r for r in undeclared if r.check == "deterministic")
     assert result.status == "fail"
     assert "after reset and the same sessions" in result.detail and "gave ids" in result.detail
+
+
+def test_without_a_config_the_kit_skips_http_instead_of_failing() -> None:
+    from recallbench.systems.conformance import CREATE_CHECK, check_system
+
+    [result] = check_system("http")
+    assert (result.check, result.status) == (CREATE_CHECK, "skip")
+    assert "needs options (recallbench verify --system http --config FILE)" in result.detail
+    [bad] = check_system("http", {"base_url": "nope"})
+    assert (bad.check, bad.status) == (CREATE_CHECK, "fail")
+    assert "http config base_url: required" in bad.detail
