@@ -150,3 +150,12 @@ def test_the_documented_refusal_is_the_message_given() -> None:
     with pytest.raises(SystemConfigError) as info:
         load_config(section(headers={"Authorization": "Bearer sk-live-0123456789abcdef"}))
     assert documented == f"error: {info.value}"
+
+
+def test_ordinary_paths_and_ids_are_not_taken_for_secrets() -> None:
+    search = dict(
+        section()["search"],
+        path="/api/v2/organisations/projects/123e4567-e89b-12d3-a456-426614174000/search",
+    )
+    config = load_config(section(search=search, namespace="longmemeval-s-haystack-{{group}}"))
+    assert config.search.path.endswith("/search")

@@ -47,7 +47,8 @@ Secrets: any string may reference an environment variable as ``${NAME}``; refere
 resolved when a request is sent and never stored resolved (the parsed configuration, the
 ``settings`` recorded in ``run.json`` and every error message hold the reference). A value that
 looks like a secret written literally (``sk-...`` and other key prefixes, ``Bearer <literal>``,
-a run of 32 or more hex or base64 characters, any literal value of a credential header such as
+a run of 32 or more hex digits, or of 32 or more base64 characters mixing upper case, lower
+case and digits (a URL path or a UUID is not one), any literal value of a credential header such as
 ``Authorization`` or ``X-API-Key``) is refused with a :class:`SystemConfigError` naming the
 field and saying to use ``${ENV_VAR}``; so is a reference to a variable that is not set.
 """
@@ -136,7 +137,7 @@ _SECRET_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:Bearer|Basic|Token)\s+\S+", re.IGNORECASE), "a credential"),
     (re.compile(r"\b[0-9a-fA-F]{32,}\b"), "a long hex string"),
 )
-_B64_RUN = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_B64_RUN = re.compile(r"[A-Za-z0-9+_\-]{32,}={0,2}")
 
 _OPERATION_KEYS = frozenset({"method", "path", "query", "headers", "body", "timeout_s"})
 _EXTRA_KEYS: dict[str, frozenset[str]] = {
@@ -188,7 +189,11 @@ def _secret_shape(literal: str) -> str | None:
             return what
     for m in _B64_RUN.finditer(literal):
         token = m.group(0)
-        if any(c.isdigit() for c in token) and any(c.isalpha() for c in token):
+        if (
+            any(c.isdigit() for c in token)
+            and any(c.isupper() for c in token)
+            and any(c.islower() for c in token)
+        ):
             return "a long base64 string"
     return None
 
