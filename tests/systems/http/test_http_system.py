@@ -205,3 +205,17 @@ def test_max_concurrency_holds_across_threads() -> None:
         for t in threads:
             t.join()
     assert server.counters["search"] == 20 and server.counters["max_in_flight"] == 1
+
+
+def test_a_dropped_connection_is_retried() -> None:
+    schedule = FailureSchedule(rate=0.5, seed=0, max_in_row=2, kinds=("reset",))
+    with ReferenceServer(failures=schedule) as server:
+        system = _build(server, retry={"tries": 3, "backoff_base_s": 0.0})
+        tries = []
+        for _ in range(10):
+            assert system.search("cat", 3) == []
+            tries.append(system.last_attempts())
+    assert server.counters["failed_reset"] > 0
+    dropped = [a for attempts in tries for a in attempts if a.status is None]
+    assert dropped and all("RemoteDisconnected" in (a.error or "") for a in dropped)
+    assert all(attempts[-1].status == 200 for attempts in tries)
