@@ -108,9 +108,18 @@ class _Handler(BaseHTTPRequestHandler):
         with owner._lock:
             owner._in_flight += 1
             owner._counts["max_in_flight"] = max(owner._counts["max_in_flight"], owner._in_flight)
+        self._counted = True
         try:
             self._serve()
         finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        """The request is no longer in flight (called before its reply is sent, so the next
+        request of a client that waits for the reply never overlaps it)."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            owner = self.server.owner
             with owner._lock:
                 owner._in_flight -= 1
 
@@ -127,6 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
         if owner.delay_ms > 0:
             time.sleep(owner.delay_ms / 1000.0)
         if failure == "reset":
+            self._leave()
             self.close_connection = True
             self.connection.close()
             return
@@ -158,6 +168,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         processing = (time.perf_counter() - started) * 1000.0
         self.send_header("X-Processing-Ms", f"{processing:.3f}")
+        self._leave()
         self.end_headers()
         self.wfile.write(data)
 
