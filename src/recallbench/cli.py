@@ -1082,19 +1082,28 @@ def serve_memory(
     ] = None,
 ) -> None:
     """Serve the reference memory server (the built-in BM25 system over HTTP) until Ctrl-C or
-    SIGTERM."""
+    SIGTERM (either prints "stopped" and exits 0)."""
     import signal
-    import time
+    import threading
 
     from recallbench.systems.http.reference import FailureSchedule, ReferenceServer
 
     failures = FailureSchedule(rate=fail_rate, seed=fail_seed) if fail_rate > 0 else None
     server = ReferenceServer(host=host, port=port, delay_ms=delay_ms, failures=failures)
+
+    stop = threading.Event()
+
+    def on_term(signum: int, frame: object) -> None:
+        stop.set()  # no exception: a print it interrupts is not disturbed
+
+    previous = {  # before anything is printed
+        sig: signal.signal(sig, on_term) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
-        server.start()
-    except OSError as exc:
-        raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    try:
+        try:
+            server.start()
+        except OSError as exc:
+            raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         if write_config is not None:
             try:
                 write_config.write_text(server.config_text(), encoding="utf-8")
@@ -1106,19 +1115,12 @@ def serve_memory(
             highlight=False,
             markup=False,
         )
-
-        def on_term(signum: int, frame: object) -> None:
-            raise KeyboardInterrupt
-
-        previous = signal.signal(signal.SIGTERM, on_term)
-        try:
-            while True:
-                time.sleep(3600)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-    except KeyboardInterrupt:
+        while not stop.wait(0.5):
+            pass
         err.print("stopped", highlight=False, markup=False)
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.stop()
 
 
