@@ -159,3 +159,10 @@ def test_ordinary_paths_and_ids_are_not_taken_for_secrets() -> None:
     )
     config = load_config(section(search=search, namespace="longmemeval-s-haystack-{{group}}"))
     assert config.search.path.endswith("/search")
+
+
+def test_ordinary_words_in_a_body_are_not_taken_for_secrets() -> None:
+    search = dict(section()["search"], body={"mode": "basic token budget", "q": "{{query}}"})
+    assert load_config(section(search=search)).search.body["mode"] == "basic token budget"
+    with pytest.raises(SystemConfigError, match=r"X-Auth-Token: looks like a credential"):
+        load_config(section(headers={"X-Auth-Token": "Basic dXNlcjpwYXNz"}))

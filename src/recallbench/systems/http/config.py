@@ -134,7 +134,7 @@ _SECRET_SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "an AWS access key"),
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{20,}"), "a Google API key"),
-    (re.compile(r"\b(?:Bearer|Basic|Token)\s+\S+", re.IGNORECASE), "a credential"),
+    (re.compile(r"\bBearer\s+\S+", re.IGNORECASE), "a credential"),
     (re.compile(r"\b[0-9a-fA-F]{32,}\b"), "a long hex string"),
 )
 _B64_RUN = re.compile(r"[A-Za-z0-9+_\-]{32,}={0,2}")
