@@ -1107,6 +1107,67 @@ def verify(
         raise typer.Exit(1)
 
 
+@app.command("serve-memory")
+def serve_memory(
+    host: Annotated[
+        str, typer.Option(help="Address to bind (127.0.0.1: this machine only).")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on (0: any free port).", min=0)] = 8765,
+    delay_ms: Annotated[
+        float, typer.Option(help="Fixed processing delay per request, in ms.", min=0.0)
+    ] = 0.0,
+    fail_rate: Annotated[
+        float,
+        typer.Option(help="Share of requests that fail (429 or 503), seeded.", min=0.0, max=1.0),
+    ] = 0.0,
+    fail_seed: Annotated[int, typer.Option(help="Seed of the failure schedule.")] = 0,
+    write_config: Annotated[
+        Path | None, typer.Option(help="Write the matching `http` system config (TOML) here.")
+    ] = None,
+) -> None:
+    """Serve the reference memory server (the built-in BM25 system over HTTP) until Ctrl-C or
+    SIGTERM (either prints "stopped" and exits 0)."""
+    import signal
+    import threading
+
+    from recallbench.systems.http.reference import FailureSchedule, ReferenceServer
+
+    failures = FailureSchedule(rate=fail_rate, seed=fail_seed) if fail_rate > 0 else None
+    server = ReferenceServer(host=host, port=port, delay_ms=delay_ms, failures=failures)
+
+    stop = threading.Event()
+
+    def on_term(signum: int, frame: object) -> None:
+        stop.set()  # no exception: a print it interrupts is not disturbed
+
+    previous = {  # before anything is printed
+        sig: signal.signal(sig, on_term) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        try:
+            server.start()
+        except OSError as exc:
+            raise fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        if write_config is not None:
+            try:
+                write_config.write_text(server.config_text(), encoding="utf-8")
+            except OSError as exc:
+                raise fail(f"cannot write {write_config}: {exc.strerror or exc}") from None
+            err.print(f"wrote {write_config}", highlight=False, markup=False)
+        err.print(
+            f"reference memory server on {server.base_url} (Ctrl-C stops it)",
+            highlight=False,
+            markup=False,
+        )
+        while not stop.wait(0.5):
+            pass
+        err.print("stopped", highlight=False, markup=False)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.stop()
+
+
 def main() -> None:
     """The console entry point: a user error is one line and exit 2 (raised inside the
     commands); anything else is a bug, shown with its traceback, exit 1."""

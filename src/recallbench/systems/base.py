@@ -30,6 +30,20 @@ class Capabilities:
     ignores_k: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-system request limits a system declares (``limits`` attribute; None: no limit).
+
+    ``max_concurrency``: at most this many calls to the system at once, across every instance;
+    ``requests_per_second``: at most this many calls started per second. The ``http`` system
+    reads them from its config's ``[limits]`` table; other systems declare none
+    (``getattr(instance, "limits", None)`` is None).
+    """
+
+    max_concurrency: int | None = None
+    requests_per_second: float | None = None
+
+
 HOOKS: tuple[str, ...] = ("finish_ingest",)
 """Optional methods a system may declare in its ``hooks`` class attribute (a frozenset of names).
 

@@ -18,7 +18,10 @@ Checks, in order (``CHECKS``):
 ``no_leak_between_groups``
     after a reset, searches over a second haystack group return nothing of the first group.
 ``deterministic``
-    the same sessions and the same query give the same memory ids in the same order.
+    the same sessions and the same query give the same memory ids in the same order; a system
+    whose ids are issued by a server (class attribute ``server_issued_ids = True``, as
+    ``http``) may get new ids after a reset, so for it the texts and source turns are compared
+    in order instead (the same search twice in a row must still give the same ids).
 ``source_turns_exist``
     every source turn id a memory names was added since the last reset; a system declaring
     ``returns_source_turns`` must actually return some.
@@ -73,6 +76,7 @@ from typing import Any, Literal
 
 from recallbench.chunking import private_copy, with_chunks
 from recallbench.contracts import Memory, Session, Turn
+from recallbench.errors import SystemConfigError
 from recallbench.systems.base import (
     Capabilities,
     MemorySystem,
@@ -638,22 +642,34 @@ def _check_no_leak_between_groups(probe: _Probe) -> str:
     return ""
 
 
+def _server_issued_ids(system: object) -> bool:
+    return getattr(type(system), "server_issued_ids", False) is True
+
+
 def _check_deterministic(probe: _Probe) -> str:
-    runs: list[list[list[str]]] = []
+    runs: list[list[list[Any]]] = []
+    by_content = _server_issued_ids(probe.system)
+
+    def key(m: Memory) -> Any:
+        return (m.text, m.source_turns) if by_content else m.id
+
     for _ in range(2):
         probe.reset()
         probe.add(*DETERMINISM_SESSIONS)
-        run = [[m.id for m in probe.search(q, 3)] for q in DETERMINISM_QUERIES]
+        memories = [probe.search(q, 3) for q in DETERMINISM_QUERIES]
+        run = [[key(m) for m in ms] for ms in memories]
         again = [m.id for m in probe.search(DETERMINISM_QUERIES[0], 3)]
-        if again != run[0]:
+        if again != [m.id for m in memories[0]]:
             raise _Failed(
-                f"the same search twice in a row gave {again} and then {run[0]} (memory ids differ)"
+                f"the same search twice in a row gave {again} and then "
+                f"{[m.id for m in memories[0]]} (memory ids differ)"
             )
         runs.append(run)
     for query, first, second in zip(DETERMINISM_QUERIES, runs[0], runs[1], strict=True):
         if first != second:
+            what = "texts and source turns" if by_content else "ids"
             raise _Failed(
-                f"after reset and the same sessions, search({_short(query, 40)}) gave ids "
+                f"after reset and the same sessions, search({_short(query, 40)}) gave {what} "
                 f"{first} then {second}"
             )
     if not any(runs[0]):
@@ -1012,7 +1028,9 @@ def check_system(
     ``work_dir`` is a folder for the system's state: its ``work`` and ``cache`` subfolders
     become the context's ``work_dir`` and ``cache_dir``. A temporary folder is used (and
     removed) when it is not given. Returns one result per entry of ``CHECKS``, or a single
-    ``skip`` result (check ``"create"``) when an optional extra is missing, or a single
+    ``skip`` result (check ``"create"``) when an optional extra is missing or the system cannot
+    be built without options and none were given (a ``SystemConfigError`` with an empty
+    ``config``, as ``http`` without its config), or a single
     ``fail`` result when building the system raises or times out. Raises
     ``UnknownSystemError`` for a name that is not registered, ``ValueError`` for a timeout that
     is not a positive number.
@@ -1051,6 +1069,20 @@ def check_system(
             ]
         except UnknownSystemError:
             raise
+        except SystemConfigError as exc:
+            if config:
+                return [
+                    CheckResult(name, CREATE_CHECK, "fail", f"{name}: {CREATE_CHECK} failed: {exc}")
+                ]
+            return [
+                CheckResult(
+                    name,
+                    CREATE_CHECK,
+                    "skip",
+                    f"{name}: {CREATE_CHECK} skipped: it needs options "
+                    f"(recallbench verify --system {name} --config FILE): {exc}",
+                )
+            ]
         except Exception as exc:
             return [
                 CheckResult(

@@ -30,6 +30,7 @@ BUILTINS: dict[str, Entry] = {
         Entry("hybrid", "recallbench.systems.hybrid:HybridSystem", extra="dense"),
         Entry("mem0", "recallbench.systems.mem0_system:Mem0System", extra="mem0"),
         Entry("chroma", "recallbench.systems.chroma_system:ChromaSystem", extra="chroma"),
+        Entry("http", "recallbench.systems.http.system:HttpSystem"),
     )
 }
 SYSTEMS: Registry[Any] = Registry("system", lambda: BUILTINS, ENTRY_POINT_GROUP)

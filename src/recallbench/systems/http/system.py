@@ -1,0 +1,386 @@
+"""``http``: any hosted memory API, driven by a config file (no Python to write).
+
+Each haystack group is stored under its own namespace: the instance names its groups
+``rb-<8 random hex digits>-<n>`` (``{{group}}``; ``n`` counts resets, so a reset always moves
+to a fresh namespace and two instances never share one) and renders the config's
+``namespace`` template from it. ``reset()`` sends the ``reset`` request for the current
+namespace when something was added to it (and the config has one), then moves on;
+``close()`` does the same, best effort.
+
+``add(session)`` sends one ``add`` request per harness ingest unit (``add_unit = "unit"``) or
+one per session (``"session"``); ``search(query, k)`` sends one ``search`` request and reads
+the memories from the response (at most ``k``, in the order the API gave them);
+``finish_ingest()`` (a declared hook) sends the ``finish_ingest`` request, if configured, and
+repeats it every ``interval_s`` until ``done_path`` reads ``done_value`` (at most
+``wait_timeout_s``). Every request goes through
+:func:`recallbench.llm.retry.run_with_retries` with the config's retry policy (jitter seeded by
+the run seed): 429, 500/502/503/504, refused or reset connections and timeouts are retried,
+honouring ``Retry-After``; any other status is final. A request that still fails raises
+:class:`HttpCallError` (so the runner records the ``add`` and marks the ingest ``partial``,
+or records the search as an error). Every try is kept: :meth:`HttpSystem.last_attempts`
+returns, for the calling thread, the tries of every request made by its last call.
+
+Limits (``[limits]``): ``max_concurrency`` and ``requests_per_second`` are enforced here,
+across every instance in the process that talks to the same ``base_url``, and are also
+declared as :attr:`HttpSystem.limits` for the runner.
+
+Memory ids are issued by the server (``server_issued_ids = True``), so the conformance kit's
+determinism check compares texts and source turns, not ids.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+
+from recallbench.contracts import Chunk, Memory, Session
+from recallbench.llm.retry import (
+    HttpReply,
+    RetryPolicy,
+    classify_http,
+    http_request,
+    run_with_retries,
+)
+from recallbench.llm.types import Attempt
+from recallbench.systems.base import Capabilities, Limits, SystemContext
+from recallbench.systems.http.config import (
+    HTTP_OPTIONS,
+    HttpConfig,
+    Operation,
+    env_references,
+    load_config,
+    render,
+    resolve_env,
+    text_id,
+)
+from recallbench.systems.http.paths import PathLookupError
+
+__all__ = ["HttpCallError", "HttpSystem"]
+
+
+class HttpCallError(RuntimeError):
+    """A request that failed after every try (or whose response could not be read). Its
+    message names the operation, the last error and the number of tries; secrets are shown
+    as their ``${NAME}`` references."""
+
+
+class _Gate:
+    """At most ``max_concurrency`` requests at once, and starts spaced 1/rps apart."""
+
+    def __init__(self, limits: Limits) -> None:
+        self._sem = (
+            threading.BoundedSemaphore(limits.max_concurrency) if limits.max_concurrency else None
+        )
+        self._interval = 1.0 / limits.requests_per_second if limits.requests_per_second else 0.0
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        if self._sem is not None:
+            self._sem.acquire()
+        try:
+            if self._interval:
+                with self._lock:
+                    now = time.monotonic()
+                    start = max(now, self._next)
+                    self._next = start + self._interval
+                if start > now:
+                    time.sleep(start - now)
+            yield
+        finally:
+            if self._sem is not None:
+                self._sem.release()
+
+
+_GATES: dict[tuple[str, Limits], _Gate] = {}
+_GATES_LOCK = threading.Lock()
+
+
+def _gate_for(base_url: str, limits: Limits) -> _Gate:
+    with _GATES_LOCK:
+        return _GATES.setdefault((base_url, limits), _Gate(limits))
+
+
+def _turns(turns: Sequence[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "turn_id": t.turn_id,
+            "session_id": t.session_id,
+            "speaker": t.speaker,
+            "text": t.text,
+            "date": t.date,
+        }
+        for t in turns
+    ]
+
+
+def _unit_values(session: Session, unit: Chunk | None) -> dict[str, Any]:
+    turns = unit.turns if unit is not None else session.turns
+    return {
+        "unit_id": unit.chunk_id if unit is not None else session.session_id,
+        "session_id": session.session_id,
+        "date": (unit.date if unit is not None else None) or session.date,
+        "text": "\n".join(f"{t.speaker}: {t.text}" for t in turns),
+        "turns": _turns(turns),
+        "turn_ids": [t.turn_id for t in turns],
+    }
+
+
+def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` (a template) with ``fn`` applied to every string in it."""
+    if isinstance(value, str):
+        return fn(value)
+    if isinstance(value, Mapping):
+        return {k: _map_strings(v, fn) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_map_strings(v, fn) for v in value]
+    return value
+
+
+class HttpSystem:
+    """A hosted memory API as a recallbench system (see the module doc and docs/hosted.md)."""
+
+    name = "http"
+    options = HTTP_OPTIONS
+    hooks = frozenset({"finish_ingest"})
+    server_issued_ids = True
+    """Memory ids come from the server and may differ between runs (conformance compares texts
+    and source turns instead)."""
+
+    @classmethod
+    def declare_capabilities(cls, config: Mapping[str, Any]) -> Capabilities:
+        """Not in process; source turns only when the config says where they are. Parsing
+        checks the whole config (a bad key, a literal secret, an unset ``${NAME}``)."""
+        cfg = load_config(config)
+        return Capabilities(
+            returns_source_turns=cfg.response.source_turns is not None, in_process=False
+        )
+
+    def __init__(self, context: SystemContext | None = None) -> None:
+        ctx = context or SystemContext()
+        self._cfg: HttpConfig = load_config(ctx.config)
+        self.capabilities = self.declare_capabilities(ctx.config)
+        self.limits: Limits = self._cfg.limits
+        """The ``[limits]`` of the config (None fields: no limit)."""
+        self.settings: dict[str, Any] = json.loads(json.dumps(dict(self._cfg.raw), default=str))
+        """The configuration as written (``${NAME}`` references, never their values)."""
+        self._env_names = sorted(env_references(self._cfg.raw))
+        self._gate = _gate_for(self._cfg.base_url, self._cfg.limits)
+        retry = self._cfg.retry
+        self._policy = RetryPolicy(
+            tries=int(retry["tries"]),
+            backoff_base_s=retry["backoff_base_s"],
+            backoff_max_s=retry["backoff_max_s"],
+            retry_after_max_s=retry["retry_after_max_s"],
+            rng=random.Random(ctx.seed),
+        )
+        self._token = uuid.uuid4().hex[:8]
+        self._generation = 0
+        self._dirty = False
+        self._local = threading.local()
+
+    # ------------------------------------------------------------------ namespace and secrets
+
+    @property
+    def group(self) -> str:
+        """The harness's name for the current haystack group (``{{group}}``)."""
+        return f"rb-{self._token}-{self._generation}"
+
+    @property
+    def namespace(self) -> str:
+        """The rendered ``namespace`` template of the current group."""
+        return str(render(self._cfg.namespace, {"group": self.group}, url=False))
+
+    def _values(self, **more: Any) -> dict[str, Any]:
+        return {"group": self.group, "namespace": self.namespace, **more}
+
+    def _redact(self, text: str | None) -> str | None:
+        """``text`` with every resolved secret shown as its ``${NAME}`` reference."""
+        if text is None:
+            return None
+        for name in self._env_names:
+            value = os.environ.get(name)
+            if value:
+                text = text.replace(value, "${" + name + "}")
+        return text
+
+    # ------------------------------------------------------------------ attempts
+
+    def last_attempts(self) -> tuple[Attempt, ...]:
+        """The tries of every request the calling thread's last call (``add``, ``search``,
+        ``reset``, ``finish_ingest``) made, in order; ``attempt`` restarts at 1 for each
+        request of a multi-request call. Call it on the thread that made the call."""
+        return tuple(getattr(self._local, "attempts", ()))
+
+    def _begin(self) -> None:
+        self._local.attempts = []
+
+    # ------------------------------------------------------------------ requests
+
+    def _prepare(
+        self,
+        op: Operation,
+        values: Mapping[str, Any],
+        header_templates: Mapping[str, str],
+        resolve: bool,
+    ) -> tuple[str, dict[str, str], bytes | None]:
+        """The URL, headers and body of one try. ``${NAME}`` references are resolved in the
+        templates (when ``resolve``) *before* placeholders are filled, so a dataset's text or
+        a question that happens to contain ``${HOME}`` is sent as written."""
+
+        def env(template: Any) -> Any:
+            return _map_strings(template, resolve_env) if resolve else template
+
+        url = env(self._cfg.base_url) + render(env(op.path), values, url=True)
+        if op.query:
+            params = render(env(dict(op.query)), values)
+            pairs = [(k, v if isinstance(v, str) else json.dumps(v)) for k, v in params.items()]
+            url += ("&" if "?" in url else "?") + urllib.parse.urlencode(pairs)
+        templates = {**self._cfg.headers, **op.headers, **header_templates}
+        headers = {k: str(render(env(v), values)) for k, v in templates.items()}
+        data: bytes | None = None
+        if op.body is not None:
+            body = render(env(op.body), values)
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            if not any(k.lower() == "content-type" for k in headers):
+                headers["Content-Type"] = "application/json"
+        headers.setdefault("Accept", "application/json")
+        return url, headers, data
+
+    def _request(
+        self,
+        op: Operation,
+        values: Mapping[str, Any],
+        header_templates: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Send ``op`` with retries; the parsed JSON reply (None for an empty body)."""
+        extra = dict(header_templates or {})
+
+        def once(attempt: int) -> HttpReply:
+            url, headers, data = self._prepare(op, values, extra, resolve=True)
+            with self._gate.slot():
+                return http_request(url, data, headers, op.timeout_s, op.method)
+
+        result = run_with_retries(once, self._policy, lambda r: classify_http(r, self._policy))
+        attempts = [dataclasses.replace(a, error=self._redact(a.error)) for a in result.attempts]
+        self._local.attempts = [*getattr(self._local, "attempts", []), *attempts]
+        if not result.ok or result.value is None:
+            raise HttpCallError(
+                f"{op.name} {op.method} {op.path}: {self._redact(result.error)} "
+                f"(after {len(attempts)} tr{'y' if len(attempts) == 1 else 'ies'})"
+            )
+        raw = result.value.body
+        if not raw.strip():
+            return None
+        try:
+            return json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise HttpCallError(
+                f"{op.name} {op.method} {op.path}: reply is not JSON ({exc})"
+            ) from None
+
+    # ------------------------------------------------------------------ the protocol
+
+    def add(self, session: Session) -> None:
+        self._begin()
+        units: list[Chunk | None]
+        if self._cfg.add_unit == "session" or not session.chunks:
+            units = [None]
+        else:
+            units = list(session.chunks)
+        for unit in units:
+            values = self._values(**_unit_values(session, unit))
+            extra = {}
+            if self._cfg.idempotency_key is not None:
+                extra[self._cfg.idempotency_header] = self._cfg.idempotency_key
+            self._dirty = True
+            self._request(self._cfg.add, values, extra)
+
+    def search(self, query: str, k: int) -> list[Memory]:
+        self._begin()
+        reply = self._request(self._cfg.search, self._values(query=query, k=k))
+        shape = self._cfg.response
+        try:
+            items = shape.memories.find(reply)
+            if not shape.memories.many and len(items) == 1 and isinstance(items[0], list):
+                items = items[0]
+            memories = [self._memory(item) for item in items]
+        except (PathLookupError, TypeError, ValueError) as exc:
+            raise HttpCallError(f"search response: {exc}") from None
+        return memories[: max(k, 0)]
+
+    def _memory(self, item: Any) -> Memory:
+        shape = self._cfg.response
+        text = shape.text.one(item)
+        if not isinstance(text, str):
+            raise TypeError(f"{shape.text.text} must be a string, got {type(text).__name__}")
+        mid: Any = text_id(text) if shape.id is None else shape.id.one(item)
+        if isinstance(mid, bool) or not isinstance(mid, str | int):
+            raise TypeError(f"{shape.id.text if shape.id else 'id'} must be a string or integer")
+        turns: tuple[str, ...] | None = None
+        if shape.source_turns is not None:
+            value = shape.source_turns.one(item)
+            if value is None:
+                turns = None
+            elif isinstance(value, str):
+                turns = (value,)
+            elif isinstance(value, list) and all(isinstance(v, str | int) for v in value):
+                turns = tuple(str(v) for v in value)
+            else:
+                raise TypeError(f"{shape.source_turns.text} must be a list of turn ids")
+        score: float | None = None
+        if shape.score is not None:
+            value = shape.score.one(item)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise TypeError(f"{shape.score.text} must be a number")
+            score = None if value is None else float(value)
+        return Memory(id=str(mid), text=text, source_turns=turns, score=score)
+
+    def finish_ingest(self) -> None:
+        self._begin()
+        op = self._cfg.finish_ingest
+        if op is None:
+            return
+        deadline = time.monotonic() + self._cfg.wait_timeout_s
+        while True:
+            reply = self._request(op, self._values())
+            if self._cfg.done_path is None:
+                return
+            try:
+                value = self._cfg.done_path.one(reply)
+            except PathLookupError as exc:
+                raise HttpCallError(f"finish_ingest response: {exc}") from None
+            if value == self._cfg.done_value:
+                return
+            if time.monotonic() + self._cfg.interval_s > deadline:
+                raise HttpCallError(
+                    f"finish_ingest: indexing not done after {self._cfg.wait_timeout_s:g} s "
+                    f"({self._cfg.done_path.text} is {value!r}, waiting for "
+                    f"{self._cfg.done_value!r})"
+                )
+            time.sleep(self._cfg.interval_s)
+
+    def reset(self) -> None:
+        self._begin()
+        values = self._values()
+        dirty, self._dirty = self._dirty, False
+        self._generation += 1  # a fresh namespace even when the reset request fails
+        if dirty and self._cfg.reset is not None:
+            self._request(self._cfg.reset, values)
+
+    def close(self) -> None:
+        """Forget the last namespace on the server (best effort: a failure is ignored)."""
+        with suppress(HttpCallError):
+            self.reset()
