@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import secrets
@@ -11,12 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from http_support import write_config
 from typer.testing import CliRunner
 
 from recallbench.cli import app
-from recallbench.contracts import Observation
 from recallbench.systems.http.reference import FailureSchedule, ReferenceServer
 
 SRC = Path(__file__).resolve().parents[3] / "src"
@@ -79,12 +76,6 @@ def test_a_seeded_failure_schedule_costs_no_answer(tmp_path: Path) -> None:
     assert ingests and all(r["outcome"] == "usable" for r in ingests)
 
 
-@pytest.mark.xfail(
-    "retries" not in {f.name for f in dataclasses.fields(Observation)},
-    reason="Observation.retries comes with the runner's change (helper 'ingest'); "
-    "HttpSystem.last_attempts() already holds the tries",
-    strict=False,
-)
 def test_retries_are_visible_per_record(tmp_path: Path) -> None:
     schedule = FailureSchedule(rate=0.3, seed=0, max_in_row=2, retry_after_s=0.05)
     with ReferenceServer(failures=schedule) as server:
