@@ -355,3 +355,47 @@ def test_same_file_same_bytes(locomo: LoadedDataset, tmp_path: Path) -> None:
     path = _write(tmp_path / "p.jsonl", rows)
     a, b = _score(path, locomo), _score(path, locomo)
     assert a == b
+
+
+def test_speed_on_lines_with_latency(locomo: LoadedDataset, tmp_path: Path) -> None:
+    rows = [
+        {"id": "conv-x:0", "answer": "Miso", "latency_ms": 320.0, "network_ms": 100.0},  # +1
+        {"id": "conv-x:1", "answer": "Lisbon", "latency_ms": 1100.0, "network_ms": 100.0},
+        {"id": "conv-x:2", "answer": "3", "latency_ms": 100.0, "network_ms": 95.0},  # N3
+    ]  # conv-x:3 has no line: a failed search, counted apart
+    result = _score(_write(tmp_path / "p.jsonl", rows), locomo)
+    lines = _lines(result, locomo)
+    assert lines["conv-x:0"]["speed"] == 1.0 and "speed_null_reason" not in lines["conv-x:0"]
+    assert lines["conv-x:1"]["speed"] == pytest.approx(-0.5)
+    assert lines["conv-x:2"]["speed"] is None
+    assert lines["conv-x:2"]["speed_null_reason"].startswith("N3: ")
+    assert lines["conv-x:3"]["speed"] is None
+    assert lines["conv-x:3"]["speed_null_reason"].startswith("failed: ")
+    s = result.speed_summary
+    assert s is not None and s.scored == 2 and s.failed == 1 and s.score == pytest.approx(0.25)
+    assert any(n.startswith("speed (Glasshouse speed points") for n in result.notes())
+    # accuracy is unaffected by speed
+    untimed = [{k: v for k, v in r.items() if not k.endswith("_ms")} for r in rows]
+    plain = _score(_write(tmp_path / "q.jsonl", untimed), locomo)
+    assert [(r.metric, r.value) for r in result.metrics] == [
+        (r.metric, r.value) for r in plain.metrics
+    ]
+    assert [v.metrics for v in result.verdicts] == [v.metrics for v in plain.verdicts]
+
+
+def test_no_speed_without_latency(locomo: LoadedDataset, tmp_path: Path) -> None:
+    result = _score(_write(tmp_path / "p.jsonl", [{"id": "conv-x:0", "answer": "Miso"}]), locomo)
+    assert result.speed == {} and result.speed_summary is None
+    assert all("speed" not in line for line in _lines(result, locomo).values())
+
+
+def test_speed_settings_codes_before_measuring(locomo: LoadedDataset, tmp_path: Path) -> None:
+    from recallbench.score.speed import SpeedSettings
+
+    rows = [{"id": "conv-x:0", "answer": "Miso", "latency_ms": 320.0}]
+    settings = SpeedSettings(before=("N1",), llm_ttft_ms=800.0)
+    result = _score(_write(tmp_path / "p.jsonl", rows), locomo, speed=settings)
+    assert result.speed["conv-x:0"].rule == "N1"
+    assert result.speed_summary is not None
+    assert result.speed_summary.label == "speed not measurable, N1"
+    assert result.speed_summary.target_ms == 200.0

@@ -49,6 +49,8 @@ from recallbench.errors import DatasetFormatError, OptionError
 from recallbench.score.aggregate import aggregate, answering_rows
 from recallbench.score.rules import RuleSet, ScoringContext
 from recallbench.score.scorer import Answering, score_dataset
+from recallbench.score.speed import QuestionSpeed, SpeedSettings, SpeedSummary, question_speed
+from recallbench.score.speed import summarise as summarise_speed
 
 JudgeFile = Callable[[Sequence[Observation]], Answering]
 """Judges a predictions file's answers (the pipeline's, for ``score FILE --judge``)."""
@@ -173,11 +175,25 @@ class PredictionsScore:
     """The fields found in the file (the format's names, in its declared order)."""
     answers_generated: int = 0
     """Observations counted as answered by an answer model (``answer_generated``)."""
+    speed: Mapping[str, QuestionSpeed] = field(default_factory=dict)
+    """Each question's Glasshouse speed (:mod:`recallbench.score.speed`), by question id, when
+    a line of the file carries ``latency_ms``; empty otherwise."""
+    speed_summary: SpeedSummary | None = None
+    """The file's speed: the mean of the scored questions; None when no line carries
+    ``latency_ms``."""
 
     def notes(self) -> list[str]:
         """One line per thing a reader of the figures must know about how the file was read."""
         out: list[str] = []
         name = self.path.name or "the file"
+        if self.speed_summary is not None:
+            s = self.speed_summary
+            out.append(
+                f"speed (Glasshouse speed points, latency with one round trip removed, target "
+                f"{s.target_ms:g} ms): {s.label} of {s.questions} question(s), "
+                f"{s.failed} failed; not measurable: "
+                + (", ".join(f"{k} {v}" for k, v in s.not_measurable.items()) or "none")
+            )
         if self.missing_ids:
             out.append(
                 f"{len(self.missing_ids)} question(s) of {self.dataset_key} have no line in "
@@ -437,8 +453,14 @@ def score_predictions(
     system: str = PREDICTIONS_SYSTEM,
     unknown_turns: str = "refuse",
     judged: JudgeFile | None = None,
+    speed: SpeedSettings | None = None,
 ) -> PredictionsScore:
     """Verdicts and metric rows for a predictions file, scored by the dataset's ``rules``.
+
+    When any line carries ``latency_ms``, every question also gets its Glasshouse speed under
+    ``speed`` (default :class:`SpeedSettings`: target 500 ms, no code decided before
+    measuring): a question without a line counts as a failed search, a line without
+    ``latency_ms`` is N5, and ``network_ms`` is the round trip subtracted.
 
     ``formats`` are the shapes accepted for the dataset (its benchmark's own, then recallbench's),
     ``format_name`` picks one (else it is detected from the fields); ``system`` names the system
@@ -514,6 +536,21 @@ def score_predictions(
     verdicts, metrics = score_observations(
         dataset, observations, ks, rules, mode, system, run_id, judged=judged
     )
+    speeds: dict[str, QuestionSpeed] = {}
+    summary = None
+    if LATENCY in carried:
+        settings = speed or SpeedSettings()
+        target = settings.target_ms
+        for o in observations:
+            speeds[o.question_id] = question_speed(
+                o.latency_ms,
+                o.network_ms,
+                target,
+                failed=o.question_id in missing,
+                flags=o.flags,
+                before=settings.before,
+            )
+        summary = summarise_speed(speeds.values(), target)
     return PredictionsScore(
         run_id=run_id,
         verdicts=tuple(verdicts),
@@ -531,6 +568,8 @@ def score_predictions(
         sha256=digest,
         fields_seen=tuple(f for f in fmt.accepted if any(f in rec for _, rec in records)),
         answers_generated=sum(1 for o in observations if o.answer_generated),
+        speed=speeds,
+        speed_summary=summary,
     )
 
 
@@ -539,7 +578,9 @@ def per_question_lines(
 ) -> list[dict[str, Any]]:
     """One JSON object per question for ``--out``, shaped by the rule set; a question with no
     line adds ``"missing": true`` and ``"missing_reason"``, and a line with a field scored as a
-    miss adds ``"scored_as_miss": {field: reason}``."""
+    miss adds ``"scored_as_miss": {field: reason}``. When the file carries ``latency_ms``, every
+    line also carries ``"speed"`` (the question's speed points, null when not measurable) and,
+    when null, ``"speed_null_reason"`` (``rule: explanation``)."""
     questions = {q.id: q for q in dataset.questions}
     out = []
     for v in result.verdicts:
@@ -549,5 +590,10 @@ def per_question_lines(
             line["missing_reason"] = result.missing_reasons[v.question_id]
         elif v.question_id in result.scored_as_miss:
             line["scored_as_miss"] = dict(result.scored_as_miss[v.question_id])
+        if result.speed:
+            speed = result.speed[v.question_id]
+            line["speed"] = speed.points
+            if speed.points is None:
+                line["speed_null_reason"] = speed.reason
         out.append(line)
     return out
