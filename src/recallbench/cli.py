@@ -12,7 +12,7 @@ import tomllib
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -28,6 +28,9 @@ from recallbench.report.tables import Table
 from recallbench.run.runner import Progress
 from recallbench.spec import DEFAULT_K, AnsweringSpec, ModelChoice, RunSpec
 from recallbench.systems.registry import BASELINES
+
+if TYPE_CHECKING:
+    from recallbench.score.speed import SpeedSettings
 
 app = typer.Typer(
     help="recallbench: measure the long-term memory of LLM systems, reproducibly.",
@@ -642,6 +645,40 @@ def check_score_dir_flags(ctx: typer.Context, folder: Path, k: str | None) -> No
         )
 
 
+
+LlmTtftOpt = Annotated[
+    float,
+    typer.Option(
+        "--llm-ttft",
+        help="Speed: the paired model's time to first token (ms); the speed target is "
+        "max(50, 1000 - this).",
+    ),
+]
+SpeedWeightOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--speed-weight",
+        help="Speed: also print accuracy + weight x speed (Glasshouse's total) beside the "
+        "figures; without it speed stays its own column.",
+    ),
+]
+NetworkFilesOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--network",
+        help="Speed: a network.json (recallbench network); repeat it for files from other "
+        "locations (N2: round trips within 10 ms of each other).",
+    ),
+]
+CdnRangesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cdn-ranges",
+        help="Speed: a file of CDN IP ranges (one CIDR a line); a server inside one is N1.",
+    ),
+]
+
+
 @app.command()
 def score(
     ctx: typer.Context,
@@ -713,9 +750,13 @@ def score(
     prices: Annotated[
         Path | None, typer.Option(help="Price table (TOML or JSON) for the judge's cost.")
     ] = None,
+    llm_ttft: LlmTtftOpt = 500.0,
+    speed_weight: SpeedWeightOpt = None,
+    network: NetworkFilesOpt = None,
+    cdn_ranges: CdnRangesOpt = None,
 ) -> None:
     """Re-score a run from disk without calling any system, re-judge it with another judge, or
-    score a predictions file."""
+    score a predictions file (lines carrying latency_ms also get the Glasshouse speed score)."""
     from recallbench.pipeline import LLMOptions, rejudge_run, score_run, tables
     from recallbench.report.summary import rules_lines
 
@@ -771,9 +812,18 @@ def score(
             "answer", judge=ModelChoice(judge, judge_url.rstrip("/") if judge_url else None,
                                         judge_key_env)
         )
+    from recallbench.score.speed import settings_from_files
+
+    try:
+        speed = settings_from_files(
+            llm_ttft_ms=llm_ttft, weight=speed_weight, network_paths=network or (),
+            cdn_ranges_path=cdn_ranges,
+        )  # fmt: skip
+    except UserError as exc:
+        raise fail(str(exc)) from None
     score_file(
         target, ref, options, mode, ks, out, results_dir, data, quiet,
-        format_name, name, unknown_turns, judging, cache_dir, not no_cache, prices,
+        format_name, name, unknown_turns, judging, cache_dir, not no_cache, prices, speed,
     )  # fmt: skip
 
 
@@ -794,6 +844,7 @@ def score_file(
     cache_dir: Path | None = None,
     use_cache: bool = True,
     prices: Path | None = None,
+    speed: SpeedSettings | None = None,
 ) -> None:
     """``recallbench score FILE``: score (and with ``judging`` judge the answers), write, then
     print the tables (unless ``quiet``), the notes on how the file was read (stderr), what the
@@ -818,6 +869,7 @@ def score_file(
             judging=judging,
             cache_dir=cache_dir,
             llm=pipeline.LLMOptions(use_cache=use_cache, prices=prices),
+            speed=speed,
         )
     except UserError as exc:
         raise fail(str(exc)) from None

@@ -77,6 +77,7 @@ from recallbench.score.predictions import (
 )
 from recallbench.score.rules import ScoringContext
 from recallbench.score.scorer import Answering, score_dataset
+from recallbench.score.speed import SpeedSettings
 from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec
 from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
@@ -904,6 +905,7 @@ def score_file(
     judging: AnsweringSpec | None = None,
     cache_dir: Path | None = None,
     llm: LLMOptions | None = None,
+    speed: SpeedSettings | None = None,
 ) -> ScoredFile:
     """Score a predictions file against dataset ``ref`` by its benchmark's rules and write
     ``verdicts.jsonl``, ``metrics.jsonl`` and ``summary.md`` to ``results_dir`` (default
@@ -913,7 +915,9 @@ def score_file(
     ``unknown_turns`` are those of :func:`~recallbench.score.predictions.score_predictions`.
     ``judging`` (``--judge``): the file's answers are also judged by the benchmark's official
     judge (or the one named), written as ``answers.jsonl`` and ``judgements.jsonl`` in the
-    results folder, and scored like a run's. Everything is checked before anything is written.
+    results folder, and scored like a run's. ``speed``: how lines carrying ``latency_ms`` are
+    speed-scored (:class:`~recallbench.score.speed.SpeedSettings`; default target 500 ms).
+    Everything is checked before anything is written.
     """
     opts = dict(options or {})
     bench = get_benchmark(parse_dataset_ref(ref)[0])
@@ -936,6 +940,7 @@ def score_file(
         system=system,
         unknown_turns=unknown_turns,
         judged=judged,
+        speed=speed,
     )
     scored = predictions_run(result, ds, ref, depths, folder, opts)
     shown = tuple(predictions_tables(scored, bench.report, bench.headline))

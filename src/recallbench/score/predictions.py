@@ -50,6 +50,7 @@ from recallbench.score.aggregate import aggregate, answering_rows
 from recallbench.score.rules import RuleSet, ScoringContext
 from recallbench.score.scorer import Answering, score_dataset
 from recallbench.score.speed import QuestionSpeed, SpeedSettings, SpeedSummary, question_speed
+from recallbench.score.speed import combined as combined_speed
 from recallbench.score.speed import summarise as summarise_speed
 
 JudgeFile = Callable[[Sequence[Observation]], Answering]
@@ -181,6 +182,10 @@ class PredictionsScore:
     speed_summary: SpeedSummary | None = None
     """The file's speed: the mean of the scored questions; None when no line carries
     ``latency_ms``."""
+    speed_total: tuple[float, float, float] | None = None
+    """With a speed weight (``--speed-weight``) and a measured speed: (accuracy in points of
+    100, weight, accuracy + weight x speed), Glasshouse's total; the accuracy is the rule set's
+    first answer figure, plain, over all questions. Shown beside the figures, never instead."""
 
     def notes(self) -> list[str]:
         """One line per thing a reader of the figures must know about how the file was read."""
@@ -193,6 +198,13 @@ class PredictionsScore:
                 f"{s.target_ms:g} ms): {s.label} of {s.questions} question(s), "
                 f"{s.failed} failed; not measurable: "
                 + (", ".join(f"{k} {v}" for k, v in s.not_measurable.items()) or "none")
+            )
+        if self.speed_total is not None:
+            acc, weight, total = self.speed_total
+            out.append(
+                f"combined (--speed-weight {weight:g}): accuracy {acc:.1f} "
+                f"{total - acc:+.1f} (speed) = {total:.1f}; speed moves it by at most "
+                f"{weight:g} points"
             )
         if self.missing_ids:
             out.append(
@@ -551,6 +563,9 @@ def score_predictions(
                 before=settings.before,
             )
         summary = summarise_speed(speeds.values(), target)
+    total = None
+    if summary is not None and speed is not None and speed.weight is not None:
+        total = _speed_total(metrics, rules, summary, speed.weight)
     return PredictionsScore(
         run_id=run_id,
         verdicts=tuple(verdicts),
@@ -570,7 +585,26 @@ def score_predictions(
         answers_generated=sum(1 for o in observations if o.answer_generated),
         speed=speeds,
         speed_summary=summary,
+        speed_total=total,
     )
+
+
+def _speed_total(
+    metrics: Sequence[MetricRow], rules: RuleSet, summary: SpeedSummary, weight: float
+) -> tuple[float, float, float] | None:
+    """(accuracy, weight, Glasshouse's total) from the first answer figure's plain row over
+    all questions; None when there is no such figure, row value or measured speed."""
+    if not rules.answer_figures or summary.score is None:
+        return None
+    name = rules.answer_figures[0].metric
+    row = next(
+        (r for r in metrics if r.metric == name and r.k is None and r.slice == "all"), None
+    )
+    if row is None or row.value is None:
+        return None
+    accuracy = 100.0 * row.value
+    total = combined_speed(accuracy, summary.score, weight)
+    return None if total is None else (accuracy, weight, total)
 
 
 def per_question_lines(

@@ -353,3 +353,45 @@ def codes_before_measuring(
     if in_process:
         codes.append("N7")
     return tuple(codes)
+
+
+def settings_from_files(
+    *,
+    llm_ttft_ms: float = LLM_TTFT_MS,
+    flow_limit_ms: float = FLOW_LIMIT_MS,
+    weight: float | None = None,
+    network_paths: Sequence[Path] = (),
+    cdn_ranges_path: Path | None = None,
+    in_process: bool = False,
+    retrieval_alone: bool = True,
+    per_call_timing: bool = True,
+    batch_only: bool = False,
+) -> SpeedSettings:
+    """:class:`SpeedSettings` from the command line: the network files (``--network``, read by
+    :func:`read_network_file`) and the CDN ranges file (``--cdn-ranges``) decide N1 and N2, the
+    system's declarations N4-N7, all before any measurement. A CDN ranges file without a
+    network file is refused (nothing to look up). TTFT below 0 or a weight below 0 is refused."""
+    if llm_ttft_ms < 0:
+        raise SpeedInputError(f"--llm-ttft must be at least 0 ms, got {llm_ttft_ms:g}")
+    if weight is not None and weight < 0:
+        raise SpeedInputError(f"--speed-weight must be at least 0, got {weight:g}")
+    files = tuple(read_network_file(p) for p in network_paths)
+    ranges: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    if cdn_ranges_path is not None:
+        if not files:
+            raise SpeedInputError(
+                "--cdn-ranges needs a network file (--network FILE, written by recallbench "
+                "network) for the server's resolved IP"
+            )
+        ranges = read_cdn_ranges(cdn_ranges_path)
+    before = codes_before_measuring(
+        in_process=in_process,
+        retrieval_alone=retrieval_alone,
+        per_call_timing=per_call_timing,
+        batch_only=batch_only,
+        network_files=files,
+        cdn_ranges=ranges,
+    )
+    return SpeedSettings(
+        flow_limit_ms=flow_limit_ms, llm_ttft_ms=llm_ttft_ms, weight=weight, before=before
+    )

@@ -89,7 +89,9 @@ def test_core_run_tables_exports_and_round_trip(data: Path, tmp_path: Path) -> N
         lines = _lines(out)
         assert len(lines) == 633
         for line in lines:
-            assert set(line) == {"id", "axis", "weight", "value", "evidence_returned"}
+            # the export carries latency_ms, so each line also carries its speed points
+            assert set(line) == {"id", "axis", "weight", "value", "evidence_returned", "speed"}
+            assert -1.0 <= line["speed"] <= 1.0
             m = mine[line["id"]]
             assert line["value"] == m["gh_dry"]
             ev = m["gh_evidence"]
@@ -182,3 +184,56 @@ def test_tier_view_over_core_and_small(data: Path, tmp_path: Path) -> None:
     assert "tier view: the 633 questions common to core, small" in result.output
     run_dir = next(tmp_path.iterdir())
     assert (run_dir / "exports" / "glasshouse" / "bm25" / "small-small.jsonl").exists()
+
+
+def test_score_file_with_latency_carries_speed(data: Path, tmp_path: Path) -> None:
+    rows = [
+        {"id": "Q001", "answer": "a quarter acre", "latency_ms": 320.0, "network_ms": 100.0},
+        {"id": "Q002", "answer": "25 minutes", "latency_ms": 100.0, "network_ms": 95.0},
+        {"id": "Q003", "answer": "x", "latency_ms": 90.0, "network_ms": 100.0},
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    result = _invoke(
+        "score", str(path), "--dataset", NAME, "--tier", "core", "--questions", "core",
+        "--mode", "dry", "--out", str(out), "--data-dir", str(data), "-q",
+        "--speed-weight", "5",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    lines = {x["id"]: x for x in _lines(out)}
+    assert lines["Q001"]["speed"] == 1.0 and lines["Q001"]["value"] == 1.0
+    assert lines["Q002"]["speed"] is None
+    assert lines["Q002"]["speed_null_reason"].startswith("N3: ")
+    assert lines["Q003"]["speed"] is None
+    assert lines["Q003"]["speed_null_reason"].startswith("not on the list: remainder below zero")
+    # a question without a line is a failed search: no speed, counted apart
+    assert lines["Q004"]["speed"] is None
+    assert lines["Q004"]["speed_null_reason"].startswith("failed: ")
+    assert "speed (Glasshouse speed points" in result.output
+    assert "+1.00 (n=1)" in result.output and "combined (--speed-weight 5)" in result.output
+
+
+def test_score_file_speed_not_measurable_n1(data: Path, tmp_path: Path) -> None:
+    rows = [{"id": "Q001", "answer": "a quarter acre", "latency_ms": 320.0, "network_ms": 10.0}]
+    path = tmp_path / "run.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    net = tmp_path / "network.json"
+    net.write_text(json.dumps({"host": "api.x", "ip": "104.18.0.9", "location": "seoul",
+                               "median_ms": 10.0}), encoding="utf-8")  # fmt: skip
+    cdn = tmp_path / "cdn.txt"
+    cdn.write_text("104.16.0.0/13\n", encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    result = _invoke(
+        "score", str(path), "--dataset", NAME, "--tier", "core", "--questions", "core",
+        "--out", str(out), "--data-dir", str(data), "-q",
+        "--network", str(net), "--cdn-ranges", str(cdn),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "speed not measurable, N1" in result.output
+    assert _lines(out)[0]["speed_null_reason"].startswith("N1: ")
+    bad = _invoke(
+        "score", str(path), "--dataset", NAME, "--tier", "core", "--questions", "core",
+        "--data-dir", str(data), "-q", "--cdn-ranges", str(cdn),
+    )  # fmt: skip
+    assert bad.exit_code == 2 and "--cdn-ranges needs a network file" in bad.output
