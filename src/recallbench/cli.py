@@ -31,6 +31,7 @@ from recallbench.systems.registry import BASELINES
 
 if TYPE_CHECKING:
     from recallbench.score.speed import SpeedSettings
+    from recallbench.spec import SpeedSpec
 
 app = typer.Typer(
     help="recallbench: measure the long-term memory of LLM systems, reproducibly.",
@@ -369,6 +370,55 @@ ANSWERING_FLAGS = (
 """``run`` options that shape the answering spec (a resumed run keeps its own)."""
 
 
+
+LlmTtftOpt = Annotated[
+    float,
+    typer.Option(
+        "--llm-ttft",
+        help="Speed: the paired model's time to first token (ms); the speed target is "
+        "max(50, 1000 - this).",
+    ),
+]
+SpeedWeightOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--speed-weight",
+        help="Speed: also print accuracy + weight x speed (Glasshouse's total) beside the "
+        "figures; without it speed stays its own column.",
+    ),
+]
+NetworkFilesOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--network",
+        help="Speed: a network.json (recallbench network); repeat it for files from other "
+        "locations (N2: round trips within 10 ms of each other).",
+    ),
+]
+CdnRangesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--cdn-ranges",
+        help="Speed: a file of CDN IP ranges (one CIDR a line); a server inside one is N1.",
+    ),
+]
+
+
+def run_speed_spec(llm_ttft: float, speed_weight: float | None) -> SpeedSpec | None:
+    """The run's speed options, or None when both are at their defaults (the spec, and so its
+    hash, is then what it always was). Refuses a TTFT or weight below 0."""
+    from recallbench.score.speed import settings_from_files
+    from recallbench.spec import SpeedSpec
+
+    try:
+        settings_from_files(llm_ttft_ms=llm_ttft, weight=speed_weight)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    if llm_ttft == 500.0 and speed_weight is None:
+        return None
+    return SpeedSpec(llm_ttft_ms=llm_ttft, weight=speed_weight)
+
+
 @app.command()
 def run(
     ctx: typer.Context,
@@ -459,6 +509,8 @@ def run(
     same_model: Annotated[
         bool, typer.Option("--same-model", help="Allow the reader to be the judge (labelled).")
     ] = False,
+    llm_ttft: LlmTtftOpt = 500.0,
+    speed_weight: SpeedWeightOpt = None,
     llm_concurrency: Annotated[
         int, typer.Option(help="LLM calls in flight per endpoint.", min=1)
     ] = 8,
@@ -580,6 +632,7 @@ def run(
                 system_configs=configs,
                 dataset_options=options,
                 answering=answering,
+                speed=run_speed_spec(llm_ttft, speed_weight),
             )
             folder: list[Path] = []  # told by start_run once the folder exists
             with interrupt_guard(lambda: folder[0] if folder else None), bar.progress:
@@ -645,38 +698,6 @@ def check_score_dir_flags(ctx: typer.Context, folder: Path, k: str | None) -> No
         )
 
 
-
-LlmTtftOpt = Annotated[
-    float,
-    typer.Option(
-        "--llm-ttft",
-        help="Speed: the paired model's time to first token (ms); the speed target is "
-        "max(50, 1000 - this).",
-    ),
-]
-SpeedWeightOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--speed-weight",
-        help="Speed: also print accuracy + weight x speed (Glasshouse's total) beside the "
-        "figures; without it speed stays its own column.",
-    ),
-]
-NetworkFilesOpt = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--network",
-        help="Speed: a network.json (recallbench network); repeat it for files from other "
-        "locations (N2: round trips within 10 ms of each other).",
-    ),
-]
-CdnRangesOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--cdn-ranges",
-        help="Speed: a file of CDN IP ranges (one CIDR a line); a server inside one is N1.",
-    ),
-]
 
 
 @app.command()

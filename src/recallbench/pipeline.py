@@ -68,7 +68,7 @@ from recallbench.results.manifest import (
 from recallbench.results.scored import ScoredRun
 from recallbench.run.answering import read_answers, read_judgements
 from recallbench.run.runner import Progress, Runner, image_paths
-from recallbench.score.aggregate import NOT_ASKED, aggregate, answering_rows
+from recallbench.score.aggregate import NOT_ASKED, aggregate, answering_rows, mark_incomplete
 from recallbench.score.predictions import (
     PREDICTIONS_SYSTEM,
     PredictionsScore,
@@ -77,8 +77,8 @@ from recallbench.score.predictions import (
 )
 from recallbench.score.rules import ScoringContext
 from recallbench.score.scorer import Answering, score_dataset
-from recallbench.score.speed import SpeedSettings
-from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec
+from recallbench.score.speed import CODES, SpeedSettings, codes_before_measuring, speed_rows
+from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec, SpeedSpec
 from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
 
@@ -697,6 +697,32 @@ def _stated(rows: Sequence[MetricRow], mode: str, non_standard: Sequence[str]) -
     return [dataclasses.replace(r, mode=mode, non_standard=tuple(non_standard)) for r in rows]
 
 
+def speed_of(manifest: RunManifest) -> dict[str, SpeedSettings]:
+    """Each system's speed settings: the run's speed options (``spec.speed``, defaults when
+    absent) with the codes decided before measuring: the run's own (N1, N2, fixed at its start)
+    and the system's from its recorded capabilities (``retrieval_alone`` false: N4,
+    ``per_call_timing`` false: N5, ``batch_only``: N6, ``in_process``: N7; a system recorded
+    without capabilities counts as in-process)."""
+    opts = manifest.spec.speed or SpeedSpec()
+    out: dict[str, SpeedSettings] = {}
+    for s in manifest.systems:
+        caps = s.capabilities or {}
+        own = codes_before_measuring(
+            in_process=bool(caps.get("in_process", True)),
+            retrieval_alone=bool(caps.get("retrieval_alone", True)),
+            per_call_timing=bool(caps.get("per_call_timing", True)),
+            batch_only=bool(caps.get("batch_only", False)),
+        )
+        before = tuple(c for c in CODES if c in {*opts.before, *own})
+        out[s.name] = SpeedSettings(
+            flow_limit_ms=opts.flow_limit_ms,
+            llm_ttft_ms=opts.llm_ttft_ms,
+            weight=opts.weight,
+            before=before,
+        )
+    return out
+
+
 def _score_run(
     run_dir: Path,
     data_dir: Path,
@@ -753,6 +779,11 @@ def _score_run(
         )
         if answering is not None:
             rows.extend(answering_rows(ds, v, systems, manifest.run_id))
+        unasked = _not_asked(ds, v, systems) if ds.key in missing else {}
+        rows.extend(
+            mark_incomplete(r, unasked[r.system].get(ALL, 0)) if r.system in unasked else r
+            for r in speed_rows(ds, observations, systems, manifest.run_id, speed_of(manifest))
+        )
         metrics.extend(
             _stated(rows, spec.mode, answering.non_standard if answering else ())
         )

@@ -70,6 +70,29 @@ class AnsweringSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SpeedSpec:
+    """How a run's speed is scored (``run --llm-ttft/--speed-weight/--network/--cdn-ranges``):
+    the target's parts, the combined figure's weight (None: no combined figure) and the codes
+    decided before measuring from the network and CDN ranges files (N1, N2), fixed when the run
+    starts. Per-system codes (N4-N7) come from the systems' capabilities at scoring time."""
+
+    llm_ttft_ms: float = 500.0
+    flow_limit_ms: float = 1000.0
+    weight: float | None = None
+    before: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SpeedSpec:
+        weight = d.get("weight")
+        return cls(
+            llm_ttft_ms=float(d.get("llm_ttft_ms", 500.0)),
+            flow_limit_ms=float(d.get("flow_limit_ms", 1000.0)),
+            weight=None if weight is None else float(weight),
+            before=tuple(str(c) for c in d.get("before", ())),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RunSpec:
     systems: tuple[str, ...]
     datasets: tuple[str, ...]
@@ -83,6 +106,9 @@ class RunSpec:
     answering: AnsweringSpec | None = None
     """Memory and answer modes only; None (and absent from the dict, so the spec hash of a
     retrieval run is what it always was) in retrieval and dry modes."""
+    speed: SpeedSpec | None = None
+    """Speed options other than the defaults; None (absent from the dict, so the spec hash is
+    what it always was) when every speed option is left at its default."""
 
     @property
     def mode(self) -> str:
@@ -96,6 +122,8 @@ class RunSpec:
         d = to_json_dict(self)
         if self.answering is None:
             del d["answering"]
+        if self.speed is None:
+            del d["speed"]
         return d
 
     @property
@@ -115,6 +143,7 @@ class RunSpec:
             system_configs=dict(d.get("system_configs", {})),
             dataset_options=dict(d.get("dataset_options", {})),
             answering=AnsweringSpec.from_dict(d["answering"]) if d.get("answering") else None,
+            speed=SpeedSpec.from_dict(d["speed"]) if d.get("speed") else None,
         )
 
 

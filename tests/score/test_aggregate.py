@@ -25,6 +25,7 @@ TIMING = {
     "ingest_add_ms_total",
     "ingest_index_wait_ms_total",
     "ingest_turns_per_s",
+    "speed_points",  # from the observations' timing (recallbench.score.speed), like the rest
 }
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?([+-]\d{2}:\d{2}|Z)$")
 

@@ -15,6 +15,7 @@ from recallbench.contracts import ALL, MetricRow
 from recallbench.report.answering import answering_lines, answering_table
 from recallbench.report.floor import floor_table
 from recallbench.report.hooks import BenchmarkReport
+from recallbench.report.speed import speed_table
 from recallbench.report.tables import Table, fmt
 from recallbench.results.scored import Floor, ScoredRun
 
@@ -162,6 +163,9 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
     out: list[Table] = []
     for ds in scored.datasets:
         out.append(system_table(scored, ds.key))
+        speed = speed_table(scored, ds.key)
+        if speed:
+            out.append(speed)
         by_slice = slice_table(scored, ds.key, "evidence_recall", kmax)
         if by_slice:
             out.append(by_slice)

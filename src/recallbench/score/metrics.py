@@ -87,6 +87,13 @@ GENERIC: tuple[MetricInfo, ...] = (
         "time of the finish_ingest hook (index build, or waiting for a service to index)",
     ),
     MetricInfo("ingest_turns_per_s", True, "turns/s", "turns ingested per second"),
+    MetricInfo(
+        "speed_points",
+        True,
+        "points",
+        "Glasshouse speed points per question (-1..+1, latency with one round trip removed "
+        "against the target), averaged",
+    ),
 )
 TIMING: frozenset[str] = frozenset(
     (
@@ -96,6 +103,7 @@ TIMING: frozenset[str] = frozenset(
         "ingest_add_ms_total",
         "ingest_index_wait_ms_total",
         "ingest_turns_per_s",
+        "speed_points",
     )
 )
 """Rows derived from wall-clock time: they differ between two runs of the same spec."""

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from recallbench.contracts import ALL, MetricRow, Observation
+from recallbench.datasets.dataset import LoadedDataset
 from recallbench.errors import UserError
 
 FLOW_LIMIT_MS = 1000.0
@@ -395,3 +397,80 @@ def settings_from_files(
     return SpeedSettings(
         flow_limit_ms=flow_limit_ms, llm_ttft_ms=llm_ttft_ms, weight=weight, before=before
     )
+
+
+SPEED = "speed_points"
+"""The metric row of a system's speed: the mean of its questions' speed points (a timing row:
+:data:`recallbench.score.metrics.TIMING`)."""
+SPEED_DENOMINATOR = "searches scored for speed"
+
+
+def observation_speed(obs: Observation, target_ms: float, before: Sequence[str]) -> QuestionSpeed:
+    """:func:`question_speed` of one observation: ``network_ms`` is the subtracted round trip,
+    an ``error`` outcome a failed search, its flags carry N8 (``queued: ...``)."""
+    return question_speed(
+        obs.latency_ms,
+        obs.network_ms,
+        target_ms,
+        failed=obs.outcome == "error",
+        flags=obs.flags,
+        before=before,
+    )
+
+
+def speed_rows(
+    dataset: LoadedDataset,
+    observations: Sequence[Observation],
+    systems: Sequence[str],
+    run_id: str,
+    settings: Mapping[str, SpeedSettings],
+) -> list[MetricRow]:
+    """One :data:`SPEED` row per system of ``settings`` over all questions of ``dataset``: the
+    mean of the scored questions (denominator: how many were scored), the rest excluded and
+    counted by rule in ``exclusion_rule`` (``failed`` apart); null, with the reason of the
+    commonest rule, when none was scored (``N7: nothing crosses a network ...``)."""
+    rows: list[MetricRow] = []
+    for system in systems:
+        if system not in settings:
+            continue
+        cfg = settings[system]
+        target = cfg.target_ms
+        mine = [o for o in observations if o.system == system and o.dataset == dataset.key]
+        speeds = [observation_speed(o, target, cfg.before) for o in mine]
+        summary = summarise(speeds, target)
+        excluded = {**summary.not_measurable}
+        if summary.failed:
+            excluded[FAILED] = summary.failed
+        rule = ", ".join(f"{k} {v}" for k, v in excluded.items()) or None
+        null_reason = None
+        if summary.score is None:
+            reasons = Counter(s.reason for s in speeds if s.reason is not None)
+            null_reason = reasons.most_common(1)[0][0] if reasons else "no search was recorded"
+        rows.append(
+            MetricRow(
+                run_id=run_id,
+                dataset=dataset.key,
+                dataset_version=dataset.version_label,
+                dataset_sha256=dataset.checksum,
+                system=system,
+                slice=ALL,
+                metric=SPEED,
+                k=None,
+                value=None if summary.score is None else round(summary.score, 6),
+                denominator_name=SPEED_DENOMINATOR,
+                denominator=summary.scored,
+                n_excluded=summary.questions - summary.scored,
+                exclusion_rule=rule,
+                null_reason=null_reason,
+            )
+        )
+    return rows
+
+
+def row_label(row: MetricRow) -> str:
+    """A :data:`SPEED` row as the report shows it: ``+0.42 (n=50)``, or ``speed not measurable,
+    N3`` (the rule of its null reason) in place of a number."""
+    if row.value is not None:
+        return f"{row.value:+.2f} (n={row.denominator})"
+    rule = (row.null_reason or "").split(":", 1)[0].strip()
+    return f"speed not measurable, {rule}" if rule else "speed not measurable"
