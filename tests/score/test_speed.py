@@ -170,3 +170,41 @@ def test_every_code_has_a_test_that_produces_it() -> None:
     }
     # N1 and N2 need files: test_n1_cdn_ranges_file, test_n2_two_locations_barely_differ
     assert produced | {"N1", "N2"} == set(sp.CODES)
+
+
+def _obs(qid: str, latency: float | None, network: float | None = None, **kw: object):  # type: ignore[no-untyped-def]
+    from recallbench.contracts import Observation
+
+    fields: dict[str, object] = dict(
+        run_id="r", dataset="sample", dataset_version="sample@1", group="g", question_id=qid,
+        system="mymem", k=10, attempt=1, observed_at="", latency_ms=latency, memories=(),
+        chars_returned=0, outcome="usable", network_ms=network,
+    )  # fmt: skip
+    fields.update(kw)
+    return Observation(**fields)  # type: ignore[arg-type]
+
+
+def test_speed_rows_from_observations_n3_n8_negative_failed() -> None:
+    from types import SimpleNamespace
+
+    ds = SimpleNamespace(key="sample", version_label="sample@1", checksum="c")
+    observations = [
+        _obs("q1", 320.0, 100.0),  # +1
+        _obs("q2", 1100.0, 100.0),  # -0.5
+        _obs("q3", 100.0, 95.0),  # N3
+        _obs("q4", 150.0, 10.0, flags=("queued: saw HTTP 429",)),  # N8
+        _obs("q5", 90.0, 100.0),  # remainder below zero
+        _obs("q6", None, None, outcome="error"),  # failed, apart
+    ]
+    settings = {"mymem": sp.SpeedSettings()}
+    (row,) = sp.speed_rows(ds, observations, ["mymem"], "r", settings)  # type: ignore[arg-type]
+    assert row.metric == sp.SPEED and row.value == pytest.approx(0.25)
+    assert row.denominator == 2 and row.denominator_name == sp.SPEED_DENOMINATOR
+    assert row.n_excluded == 4
+    assert row.exclusion_rule == "N3 1, N8 1, not on the list 1, failed 1"
+    assert sp.row_label(row) == "+0.25 (n=2)"
+    only_n8 = sp.speed_rows(
+        ds, [_obs("q", 10.0, 1.0, flags=("queued: overlapped another call to h:1",))],  # type: ignore[arg-type]
+        ["mymem"], "r", settings,
+    )[0]  # fmt: skip
+    assert only_n8.value is None and sp.row_label(only_n8) == "speed not measurable, N8"
