@@ -371,6 +371,10 @@ ANSWERING_FLAGS = (
 
 
 
+SPEED_CAPABILITY_DEFAULTS = {"retrieval_alone": True, "per_call_timing": True, "batch_only": False}
+"""Capabilities for speed (N4-N6) that ``recallbench systems`` shows only when declared
+otherwise than these defaults (no built-in system does)."""
+
 LlmTtftOpt = Annotated[
     float,
     typer.Option(
@@ -1064,7 +1068,11 @@ def systems_cmd() -> None:
             cap = (
                 "-"
                 if caps is None
-                else ", ".join(f"{key}={value}" for key, value in dataclasses.asdict(caps).items())
+                else ", ".join(
+                    f"{key}={value}"
+                    for key, value in dataclasses.asdict(caps).items()
+                    if SPEED_CAPABILITY_DEFAULTS.get(key, not value) != value
+                )
             )
             if declared.depends_on_config:
                 cap += " (default config; depends on --config)"

@@ -20,6 +20,9 @@ class Capabilities:
 
     ``ignores_k``: the system returns what it returns whatever ``k`` asks (the full-context
     baseline): its ``@k`` figures measure nothing and are null (rule ``ignores_k``).
+    For speed (:mod:`recallbench.score.speed`, decided before measuring): ``in_process`` is N7
+    (nothing crosses a network); ``retrieval_alone`` False is N4 (retrieval cannot be called on
+    its own), ``per_call_timing`` False N5 (no per-call timing), ``batch_only`` N6.
     """
 
     returns_source_turns: bool = True
@@ -28,6 +31,9 @@ class Capabilities:
     llm_inside: str | None = None
     in_process: bool = True
     ignores_k: bool = False
+    retrieval_alone: bool = True
+    per_call_timing: bool = True
+    batch_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

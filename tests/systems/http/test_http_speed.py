@@ -51,3 +51,19 @@ def test_default_speed_options_leave_the_spec_as_it_was(tmp_path: Path) -> None:
     assert "speed" not in json.loads((run_dir / "run.json").read_text())["spec"]
     # an in-process run only: no speed table (every row is N7)
     assert "### sample: speed" not in (run_dir / "summary.md").read_text()
+
+
+def test_declared_capabilities_give_n4_n5_n6(tmp_path: Path) -> None:
+    from recallbench.pipeline import speed_of
+    from recallbench.results.manifest import RunManifest
+
+    result = CliRunner().invoke(
+        app, ["run", "-q", "--systems", "bm25", "--no-baselines", "--out", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 0, result.output
+    run_dir = next((tmp_path / "out").iterdir())
+    data = json.loads((run_dir / "run.json").read_text())
+    caps = data["systems"][0]["capabilities"]
+    assert caps["retrieval_alone"] is True and caps["batch_only"] is False
+    caps.update(in_process=False, retrieval_alone=False, per_call_timing=False, batch_only=True)
+    assert speed_of(RunManifest.from_dict(data))["bm25"].before == ("N4", "N5", "N6")
