@@ -369,8 +369,6 @@ ANSWERING_FLAGS = (
 )  # fmt: skip
 """``run`` options that shape the answering spec (a resumed run keeps its own)."""
 
-
-
 SPEED_CAPABILITY_DEFAULTS = {"retrieval_alone": True, "per_call_timing": True, "batch_only": False}
 """Capabilities for speed (N4-N6) that ``recallbench systems`` shows only when declared
 otherwise than these defaults (no built-in system does)."""
@@ -700,8 +698,6 @@ def check_score_dir_flags(ctx: typer.Context, folder: Path, k: str | None) -> No
             f"({folder / 'run.json'} has k {shown}): a results folder is scored at the depths "
             "it was run with; drop --k, or start a new run with --k"
         )
-
-
 
 
 @app.command()

@@ -40,8 +40,7 @@ def speed_table(scored: ScoredRun, dataset_key: str) -> Table | None:
         f"carries network_ms) against a target of {target:g} ms (flow limit "
         f"{opts.flow_limit_ms:g} - LLM time to first token {opts.llm_ttft_ms:g}). Not "
         f"measurable is left out, never 0; failed searches are counted apart. Accuracy is "
-        f"unaffected."
-        + (f" {legend}." if legend else "")
+        f"unaffected." + (f" {legend}." if legend else "")
     )
     return Table(
         f"{dataset_key}: speed",
