@@ -17,6 +17,7 @@ closes every connection.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import socket
 import threading
@@ -58,10 +59,8 @@ class _Direction:
             if wait > 0:
                 time.sleep(wait)
             if not data:
-                try:
+                with contextlib.suppress(OSError):
                     self.dst.shutdown(socket.SHUT_WR)
-                except OSError:
-                    pass
                 return
             try:
                 self.dst.sendall(data)
@@ -73,9 +72,7 @@ class DelayProxy:
     """Listens on ``host`` (127.0.0.1) at a free port (``port``) and forwards every connection
     to ``upstream`` with ``delay_ms`` added to each direction."""
 
-    def __init__(
-        self, upstream: tuple[str, int], delay_ms: float, host: str = "127.0.0.1"
-    ) -> None:
+    def __init__(self, upstream: tuple[str, int], delay_ms: float, host: str = "127.0.0.1") -> None:
         if delay_ms < 0:
             raise ValueError(f"delay_ms must not be negative, got {delay_ms}")
         self.upstream = upstream
@@ -120,17 +117,13 @@ class DelayProxy:
     def close(self) -> None:
         """Stop accepting and close every connection."""
         self._closed.set()
-        try:
+        with contextlib.suppress(OSError):
             self._listener.close()
-        except OSError:
-            pass
         with self._lock:
             sockets, self._sockets = self._sockets, []
         for s in sockets:
-            try:
+            with contextlib.suppress(OSError):
                 s.close()
-            except OSError:
-                pass
 
     def __enter__(self) -> DelayProxy:
         return self
@@ -142,4 +135,3 @@ class DelayProxy:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-

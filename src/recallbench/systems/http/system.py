@@ -375,10 +375,8 @@ class HttpSystem:
             return
         self._local.warmed = True
         for _ in range(self._cfg.warmup_searches):
-            try:
+            with suppress(HttpCallError):
                 self.search(WARMUP_QUERY, 1)
-            except HttpCallError:
-                pass
         self._begin()
 
     def _close_connections(self) -> None:
