@@ -192,3 +192,71 @@ def test_one_connection_per_worker_thread() -> None:
             system.search("anything", 3)
         assert proxy.connections == 1
         system.close()
+
+
+def _metrics(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_timing_rows_with_a_network_file(tmp_path: Path) -> None:
+    """p50/p90/p95/p99/max of the latency and of the remainder, per system and per slice,
+    with the timed attempts as the named denominator; ingest time per session."""
+    with ReferenceServer() as server:
+        network = tmp_path / "network.json"
+        write_network(measure(f"127.0.0.1:{_port(server)}", samples=3), network)
+        config = _config(server, tmp_path, server.base_url)
+        result = CliRunner().invoke(
+            app,
+            ["run", "-q", "--systems", "http", "--no-baselines", "--config", str(config),
+             "--network", str(network), "--out", str(tmp_path / "out")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    run_dir = next((tmp_path / "out").iterdir())
+    rows = {(r["slice"], r["metric"]): r for r in _metrics(run_dir) if r["system"] == "http"}
+    for figure in ("latency_ms", "latency_minus_rtt_ms"):
+        for point in ("p50", "p90", "p95", "p99", "max"):
+            row = rows[("all", f"{figure}_{point}")]
+            assert row["denominator"] == 50 and row["value"] is not None
+    assert rows[("all", "latency_minus_rtt_ms_p50")]["denominator_name"].startswith(
+        "timed_attempts"
+    )
+    assert rows[("all", "network_ms_p50")]["value"] == read_network(network)["median_ms"]
+    slices = {s for s, m in rows if m == "latency_ms_p99" and s != "all"}
+    assert slices
+    per_slice = sum(rows[(s, "latency_ms_p99")]["denominator"] for s in slices)
+    assert per_slice == 50
+    session = rows[("all", "ingest_ms_per_session")]
+    assert session["value"] > 0 and session["denominator_name"] == "sessions_ingested"
+
+
+def test_without_a_network_file_there_are_no_remainder_rows(tmp_path: Path) -> None:
+    with ReferenceServer() as server:
+        config = _config(server, tmp_path, server.base_url)
+        result = CliRunner().invoke(
+            app,
+            ["run", "-q", "--systems", "http", "--no-baselines", "--config", str(config),
+             "--out", str(tmp_path / "out")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    metrics = {r["metric"] for r in _metrics(next((tmp_path / "out").iterdir()))}
+    assert "latency_ms_max" in metrics and "ingest_ms_per_session" in metrics
+    assert not any(m.startswith(("latency_minus_rtt_ms", "network_ms")) for m in metrics)
+
+
+def test_a_large_median_reply_warns(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from recallbench.run.runner import LARGE_REPLY_BYTES, Runner
+    from recallbench.spec import RunSpec
+
+    runner = Runner(RunSpec(systems=("http",), datasets=("sample",)), [], tmp_path, "r")
+    ds = SimpleNamespace(key="sample")
+    runner.response_bytes[("sample", "http")] = [LARGE_REPLY_BYTES + 1] * 3
+    with pytest.warns(RuntimeWarning, match="median search reply is .* extra round trip"):
+        runner._warn_large_replies(ds, "http")  # type: ignore[arg-type]
+    runner.response_bytes[("sample", "http")] = [100, LARGE_REPLY_BYTES + 1, 200]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        runner._warn_large_replies(ds, "http")  # type: ignore[arg-type]
