@@ -165,7 +165,8 @@ class Observation:
     ``source_text_absent``: a raw-text system's memory contains none of its claimed turns;
     rule ``queued``: the clock of this call includes queueing, ``queued: saw HTTP 429``,
     ``queued: saw Retry-After`` or ``queued: overlapped another call to HOST:PORT``, Glasshouse's
-    N8); copied to the verdict. Left out of the JSON when empty."""
+    N8); copied to the verdict, except the ``queued`` ones (timing facts, which differ between
+two runs of the same spec). Left out of the JSON when empty."""
     retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """Every try of a search that took more than one (``attempt``, ``status``, ``error``,
     ``wait_s``, ``latency_ms``), as the system reported them (``last_attempts()``, e.g. the

@@ -260,3 +260,21 @@ def test_a_large_median_reply_warns(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         runner._warn_large_replies(ds, "http")  # type: ignore[arg-type]
+
+
+def test_queued_flags_stay_off_the_verdicts(tmp_path: Path) -> None:
+    """Searches in parallel overlap: the observations say so, the verdicts (which must be the
+    same bytes on every run of the spec) do not."""
+    with ReferenceServer(delay_ms=5) as server:
+        config = _config(server, tmp_path, server.base_url)
+        result = CliRunner().invoke(
+            app,
+            ["run", "-q", "--systems", "http", "--no-baselines", "--config", str(config),
+             "--concurrency", "4", "--out", str(tmp_path / "out")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    run_dir = next((tmp_path / "out").iterdir())
+    obs = _observations(run_dir, "http")
+    assert any(f.startswith("queued: overlapped") for o in obs for f in o.get("flags", ()))
+    verdicts = [json.loads(x) for x in (run_dir / "verdicts.jsonl").read_text().splitlines()]
+    assert not any(f.startswith("queued: ") for v in verdicts for f in v.get("flags", ()))
