@@ -49,6 +49,7 @@ import os
 import random
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
@@ -58,6 +59,7 @@ from typing import Any
 
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.llm.retry import (
+    TRANSPORT_ERRORS,
     HttpReply,
     RetryPolicy,
     classify_http,
@@ -82,8 +84,6 @@ __all__ = ["WARMUP_QUERY", "HttpCallError", "HttpSystem"]
 
 WARMUP_QUERY = "recallbench connection warm-up"
 """The neutral text of the unrecorded warm-up searches (never a benchmark question)."""
-WARMUP_SEARCHES = 3
-"""Warm-up searches per worker thread (config ``warmup_searches`` overrides it)."""
 
 
 class HttpCallError(RuntimeError):
@@ -246,6 +246,8 @@ class HttpSystem:
         self._generation = 0
         self._dirty = False
         self._local = threading.local()
+        self._conns_lock = threading.Lock()
+        self._every_conn: list[Any] = []
 
     # ------------------------------------------------------------------ namespace and secrets
 
@@ -321,6 +323,8 @@ class HttpSystem:
             )
             conn = cls(parts.hostname or "", parts.port, timeout=timeout_s)
             conns[key] = conn
+            with self._conns_lock:
+                self._every_conn.append(conn)
         conn.timeout = timeout_s
         if conn.sock is not None:
             conn.sock.settimeout(timeout_s)
@@ -360,6 +364,11 @@ class HttpSystem:
             return HttpReply(
                 int(response.status), {k.lower(): v for k, v in response.getheaders()}, body
             )
+        except OSError as exc:
+            self._drop(parts)
+            if isinstance(exc, TRANSPORT_ERRORS):
+                raise
+            raise urllib.error.URLError(exc) from exc  # as urllib reports it: retried
         except BaseException:
             self._drop(parts)
             raise
@@ -380,8 +389,12 @@ class HttpSystem:
         self._begin()
 
     def _close_connections(self) -> None:
-        for conn in (getattr(self._local, "connections", None) or {}).values():
-            conn.close()
+        """Close every connection any thread of this instance opened."""
+        with self._conns_lock:
+            conns, self._every_conn = self._every_conn, []
+        for conn in conns:
+            with suppress(OSError):
+                conn.close()
         self._local.connections = {}
 
     # ------------------------------------------------------------------ requests
