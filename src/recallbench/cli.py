@@ -469,6 +469,15 @@ def run(
             max=1.0,
         ),
     ] = 0.5,
+    network: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--network",
+            help="A network.json from `recallbench network` (repeatable): each search of a "
+            "system calling that host:port records the round trip and the latency with one "
+            "round trip removed (the first matching file is subtracted).",
+        ),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Per-call timeout in seconds.")] = 60.0,
     seed: Annotated[int, typer.Option(help="Seed for random choices.")] = 0,
     config: Annotated[
@@ -649,6 +658,7 @@ def run(
                     llm=llm,
                     group_concurrency=group_concurrency,
                     max_failure_rate=max_failure_rate,
+                    extra_manifest=network_extra(network),
                 )
     except UserError as exc:
         raise fail(str(exc)) from None
@@ -1182,6 +1192,65 @@ def verify(
         )
     if failures:
         raise typer.Exit(1)
+
+
+def network_extra(paths: Sequence[Path] | None) -> dict[str, Any]:
+    """``{"network": [record, ...]}`` for ``run.json`` from ``--network`` files (read and
+    checked), or ``{}`` without any."""
+    if not paths:
+        return {}
+    from recallbench.systems.http.network import read_network
+
+    return {"network": [read_network(p) for p in paths]}
+
+
+@app.command("network")
+def network_cmd(
+    target: Annotated[str, typer.Argument(metavar="HOST[:PORT]", help="The host to time.")],
+    location: Annotated[
+        str | None, typer.Option(help="Where this machine is (a label, e.g. 'seoul').")
+    ] = None,
+    method: Annotated[
+        str,
+        typer.Option(
+            help="http: a warmed no-op GET on a kept-alive connection; connect: a TCP connect "
+            "(completes in the kernel)."
+        ),
+    ] = "http",
+    samples: Annotated[int, typer.Option(help="Timed samples.", min=1)] = 20,
+    warmup: Annotated[int, typer.Option(help="Unrecorded requests first (http).", min=0)] = 3,
+    path: Annotated[str, typer.Option(help="Path of the no-op request (http).")] = "/v1/ping",
+    out: Annotated[Path, typer.Option(help="Where to write the network file.")] = Path(
+        "network.json"
+    ),
+) -> None:
+    """Time the round trip to HOST[:PORT] (default port 80) and write network.json (host,
+    resolved IP, samples, median, min, max, location, time) for `recallbench run --network`."""
+    from recallbench.systems.http.network import measure, write_network
+
+    try:
+        if method not in ("http", "connect"):
+            raise fail(f"--method must be http or connect, got {method!r}")
+        record = measure(
+            target,
+            location=location,
+            method=method,  # type: ignore[arg-type]
+            samples=samples,
+            warmup=warmup,
+            path=path,
+        )
+        write_network(record, out)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    except OSError as exc:
+        raise fail(f"cannot write {out}: {exc.strerror or exc}") from None
+    console.print(
+        f"{record['host']}:{record['port']} ({record['ip']}, {method}): median "
+        f"{record['median_ms']:.3f} ms, min {record['min_ms']:.3f}, max "
+        f"{record['max_ms']:.3f} over {record['n']} samples; wrote {out}",
+        highlight=False,
+        markup=False,
+    )
 
 
 @app.command("serve-memory")

@@ -162,12 +162,23 @@ class Observation:
     """False when a prediction file gave no retrieved ids: retrieval is then null, not 0."""
     flags: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """What the harness noticed about a usable result, each ``rule: explanation`` (rule
-    ``source_text_absent``: a raw-text system's memory contains none of its claimed turns);
-    copied to the verdict. Left out of the JSON when empty."""
+    ``source_text_absent``: a raw-text system's memory contains none of its claimed turns;
+    rule ``queued``: the clock of this call includes queueing, ``queued: saw HTTP 429``,
+    ``queued: saw Retry-After`` or ``queued: overlapped another call to HOST:PORT``, Glasshouse's
+    N8); copied to the verdict, except the ``queued`` ones (timing facts, which differ between
+two runs of the same spec). Left out of the JSON when empty."""
     retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """Every try of a search that took more than one (``attempt``, ``status``, ``error``,
     ``wait_s``, ``latency_ms``), as the system reported them (``last_attempts()``, e.g. the
     ``http`` system); ``attempt`` is then the number of tries. Left out of the JSON when empty."""
+    latency_minus_rtt_ms: float | None = field(default=None, metadata={OMIT_EMPTY: True})
+    """Latency with one round trip removed: ``latency_ms - network_ms``, when the run was given
+    a network file for the host this system calls (``run --network``); may be below zero (a
+    round trip measured longer than this call). Not compute time: it still holds the server's
+    HTTP stack, serialisation and anything else on the path. Left out of the JSON when None."""
+    response_bytes: int | None = field(default=None, metadata={OMIT_EMPTY: True})
+    """Bytes of the reply body the system read for this search (``last_call_info()``, e.g.
+    the ``http`` system); left out of the JSON when the system does not say."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,13 +404,20 @@ class AppliedRules:
         return [head, *(f"  deviation: {d}" for d in self.deviations)]
 
 
+def _is_empty(value: Any) -> bool:
+    """None, or an empty string, tuple, list or mapping (0 and False are values, not empty)."""
+    if value is None:
+        return True
+    return isinstance(value, str | tuple | list | Mapping) and len(value) == 0
+
+
 def to_json_dict(record: Any) -> Any:
     """Plain JSON-able structure for a record (dataclasses, tuples, mappings, scalars)."""
     if dataclasses.is_dataclass(record) and not isinstance(record, type):
         return {
             f.name: to_json_dict(getattr(record, f.name))
             for f in dataclasses.fields(record)
-            if not (f.metadata.get(OMIT_EMPTY) and not getattr(record, f.name))
+            if not (f.metadata.get(OMIT_EMPTY) and _is_empty(getattr(record, f.name)))
         }
     if isinstance(record, Mapping):
         return {str(k): to_json_dict(v) for k, v in record.items()}

@@ -451,6 +451,7 @@ def _execute(
         runner = Runner(
             manifest.spec, loaded, run_dir, manifest.run_id, progress, cache,
             group_concurrency=manifest.group_concurrency,
+            network=manifest.extra.get("network") or (),
         )  # fmt: skip
         runner.execute()
         _answer_step(run_dir, manifest, loaded, progress, cache, llm or LLMOptions())

@@ -34,7 +34,11 @@ def _strip(records: list[dict], drop: set[str]) -> list[dict]:
 
 TIMING_METRICS = {
     "latency_ms_p50",
+    "latency_ms_p90",
     "latency_ms_p95",
+    "latency_ms_p99",
+    "latency_ms_max",
+    "ingest_ms_per_session",
     "ingest_ms_total",
     "ingest_add_ms_total",
     "ingest_index_wait_ms_total",

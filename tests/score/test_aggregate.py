@@ -20,7 +20,11 @@ from recallbench.spec import RunSpec
 SYSTEMS = ("random", "bm25", "naive")
 TIMING = {
     "latency_ms_p50",
+    "latency_ms_p90",
     "latency_ms_p95",
+    "latency_ms_p99",
+    "latency_ms_max",
+    "ingest_ms_per_session",
     "ingest_ms_total",
     "ingest_add_ms_total",
     "ingest_index_wait_ms_total",

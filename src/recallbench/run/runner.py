@@ -31,10 +31,22 @@ search) of all that system's instances. Tries: a system with ``last_attempts()``
 the tries of its last call, as ``llm.types.Attempt``) has them read on the worker thread right
 after each call; ``attempt`` is their number and ``retries`` (on the observation, or on the
 ingest record with the ``call`` named) holds them when there was more than one.
+
+Speed (docs/hosted.md, "Speed"): a system with ``warm_up()`` (the ``http`` system) has it
+called once on every search worker before a group's timed searches (untimed, unrecorded). A
+system with ``last_call_info()`` has it read on the worker thread after each search: its
+``response_bytes`` go on the observation and its ``queued`` flags (Glasshouse's N8) join the
+observation's flags. Given network files (``network``, from ``run --network``), a system
+whose ``endpoint`` (host, port) matches one (the first that matches) gets, on each timed
+search, ``network_ms`` (that file's median round trip) and ``latency_minus_rtt_ms`` (the
+latency with one round trip removed). When the median reply of a (dataset, system) is above
+:data:`LARGE_REPLY_BYTES`, a ``RuntimeWarning`` says so (a reply that large costs an extra
+round trip on a cold TCP window).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import threading
@@ -61,7 +73,12 @@ from recallbench.run.calls import CallOutcome, CallPool, Limiter
 from recallbench.spec import RunSpec
 from recallbench.systems.base import MemorySystem, SystemContext, close_system, declared_hooks
 from recallbench.systems.boundary import chars_returned, normalise_memories, source_text_flags
+from recallbench.systems.http.network import endpoint_matches
 from recallbench.systems.registry import create_system
+
+LARGE_REPLY_BYTES = 14 * 1024
+"""Median reply size above which the runner warns (about ten TCP segments: the initial
+congestion window; more costs another round trip on a new or idle connection)."""
 
 
 @dataclass
@@ -172,9 +189,12 @@ class _Tries:
         self._system = system
         self._fn = fn
         self.attempts: tuple[Mapping[str, Any], ...] = ()
+        self.response_bytes: int | None = None
+        self.queued: tuple[str, ...] = ()
 
     def __call__(self) -> Any:
         last = getattr(self._system, "last_attempts", None)
+        info = getattr(self._system, "last_call_info", None)
         try:
             return self._fn()
         finally:
@@ -183,6 +203,26 @@ class _Tries:
                     self.attempts = tuple(_attempt_dict(a) for a in last())
                 except Exception:  # noqa: BLE001 - a broken report of tries is no try
                     self.attempts = ()
+            if callable(info):
+                self._read_info(info)
+
+    def _read_info(self, info: Callable[[], Any]) -> None:
+        """``response_bytes`` (a non-negative int) and ``queued`` flags (strings starting
+        ``queued: ``) from ``last_call_info()``; anything else is ignored."""
+        try:
+            facts = info()
+        except Exception:  # noqa: BLE001 - a broken report is no report
+            return
+        if not isinstance(facts, Mapping):
+            return
+        size = facts.get("response_bytes")
+        if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
+            self.response_bytes = size
+        queued = facts.get("queued") or ()
+        if isinstance(queued, list | tuple):
+            self.queued = tuple(
+                q for q in queued if isinstance(q, str) and q.startswith("queued: ")
+            )
 
 
 def _attempt_dict(a: Any) -> dict[str, Any]:
@@ -305,8 +345,16 @@ class Runner:
         progress: Progress | None = None,
         cache_dir: Path | None = None,
         group_concurrency: int = 1,
+        network: Sequence[Mapping[str, Any]] = (),
     ) -> None:
         self.spec = spec
+        self.network = [dict(n) for n in network]
+        """Network files (``run --network``), as read: the first whose host and port match a
+        system's ``endpoint`` is subtracted from that system's search latencies."""
+        self.network_of: dict[str, Mapping[str, Any] | None] = {}
+        """The network record applied to each built system (None: none matched)."""
+        self.response_bytes: dict[tuple[str, str], list[int]] = {}
+        """Reply sizes per (dataset, system), for the large-reply warning."""
         self.group_concurrency = max(1, group_concurrency)
         """Haystack groups run at once, each on its own instance (an execution setting: not
         part of the spec, and results do not depend on it)."""
@@ -390,7 +438,36 @@ class Runner:
         with self._limiters_lock:
             if system_name not in self.limiters:
                 self.limiters[system_name] = limiter_of(system)
+            if system_name not in self.network_of:
+                self.network_of[system_name] = self._network_for(system)
         return _Instance(system, summarizes, name=system_name)
+
+    def _network_for(self, system: object) -> Mapping[str, Any] | None:
+        """The first network record for the system's ``endpoint`` (read defensively)."""
+        if not self.network:
+            return None
+        try:
+            endpoint = getattr(system, "endpoint", None)
+        except Exception:  # noqa: BLE001 - a broken declaration is no endpoint
+            endpoint = None
+        if not (isinstance(endpoint, tuple) and len(endpoint) == 2):
+            return None
+        return next((n for n in self.network if endpoint_matches(n, endpoint)), None)
+
+    def _warn_large_replies(self, ds: LoadedDataset, system_name: str) -> None:
+        sizes = sorted(self.response_bytes.get((ds.key, system_name), []))
+        if not sizes:
+            return
+        mid = len(sizes) // 2
+        median = sizes[mid] if len(sizes) % 2 else (sizes[mid - 1] + sizes[mid]) / 2
+        if median > LARGE_REPLY_BYTES:
+            warnings.warn(
+                f"{system_name} on {ds.key}: median search reply is {median:,.0f} bytes, above "
+                f"{LARGE_REPLY_BYTES:,} (about 14 KB): on a new or idle TCP connection such a "
+                "reply costs an extra round trip, which its latency includes",
+                RuntimeWarning,
+                stacklevel=2,
+            )
 
     def _quarantine(self, inst: _Instance, pool: CallPool) -> None:
         """Never call the instance again; close it if that returns within the timeout."""
@@ -427,6 +504,7 @@ class Runner:
         lanes = max(1, min(self.group_concurrency, len(work)))
         if lanes == 1:
             self._lane(state, iter(work), buffered=False)
+            self._warn_large_replies(ds, system_name)
             return
         feed = _Feed(work)
         errors: list[BaseException] = []
@@ -453,6 +531,7 @@ class Runner:
             raise
         if errors:
             raise errors[0]
+        self._warn_large_replies(ds, system_name)
 
     def _lane(self, state: _SystemState, groups: Iterator[_Work], buffered: bool) -> None:
         """One lane: its own instance (built on first use, replaced after a quarantine) and
@@ -672,6 +751,8 @@ class Runner:
             return normalise_memories(result, turns)
 
         window = max(1, self.spec.concurrency) * 4
+        if callable(getattr(system, "warm_up", None)) and not inst.quarantined:
+            self._warm_up(inst, pool)
         for start in range(0, len(qs), window):
             batch = qs[start : start + window]
             if inst.quarantined:
@@ -690,8 +771,58 @@ class Runner:
                         pool.abandon(call)
                         self._quarantine(inst, pool)
                     attempts = () if outcome.timed_out else tries[i].attempts
-                    obs_log.append(self._observation(ds, inst, q, turns, outcome, attempts))
+                    obs = self._observation(ds, inst, q, turns, outcome, attempts)
+                    if not outcome.timed_out:
+                        obs = self._speed_fields(ds, obs, tries[i])
+                    obs_log.append(obs)
                 self.progress.advance(1)
+
+    def _warm_up(self, inst: _Instance, pool: CallPool) -> None:
+        """``warm_up()`` once on each of the pool's workers (a barrier holds every worker on
+        its call until all have one); untimed, unrecorded, failures ignored. A warm-up that
+        overruns five per-call timeouts quarantines the instance."""
+        workers = max(1, self.spec.concurrency)
+        limiter = self.limiters.get(inst.name)
+        cap = limiter.max_concurrency if limiter is not None else None
+        # below the system's own cap every worker can wait at the barrier at once; above it,
+        # workers are warmed as the calls reach them (a worker may then stay cold)
+        barrier = threading.Barrier(workers) if cap is None or cap >= workers else None
+        system = inst.system
+
+        def one() -> None:
+            if barrier is not None:
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    barrier.wait(timeout=self.spec.timeout_s)
+            system.warm_up()  # type: ignore[attr-defined]
+
+        calls = [pool.submit(one) for _ in range(workers)]
+        for call in calls:
+            if inst.quarantined:
+                pool.abandon(call)
+                continue
+            outcome = pool.wait(call, 5 * self.spec.timeout_s, abandon=False)
+            if outcome.timed_out:
+                pool.abandon(call)
+                self._quarantine(inst, pool)
+
+    def _speed_fields(self, ds: LoadedDataset, obs: Observation, tried: _Tries) -> Observation:
+        """``obs`` with the reply size, the ``queued`` flags and, for a timed search of a
+        system with a matching network record, ``network_ms`` and ``latency_minus_rtt_ms``."""
+        changes: dict[str, Any] = {}
+        if tried.response_bytes is not None:
+            changes["response_bytes"] = tried.response_bytes
+            with self._limiters_lock:
+                self.response_bytes.setdefault((ds.key, obs.system), []).append(
+                    tried.response_bytes
+                )
+        if tried.queued:
+            changes["flags"] = tuple(dict.fromkeys((*obs.flags, *tried.queued)))
+        record = self.network_of.get(obs.system)
+        if record is not None and obs.latency_ms is not None:
+            rtt = float(record["median_ms"])
+            changes["network_ms"] = round(rtt, 4)
+            changes["latency_minus_rtt_ms"] = round(obs.latency_ms - rtt, 4)
+        return dataclasses.replace(obs, **changes) if changes else obs
 
     def _observation(
         self,

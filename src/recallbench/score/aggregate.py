@@ -183,6 +183,76 @@ def _percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=float), q))
 
 
+DENOM_TIMED = "timed_attempts (usable searches; failed searches excluded)"
+LATENCY_POINTS: tuple[tuple[str, float], ...] = (
+    ("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0), ("max", 100.0),
+)  # fmt: skip
+"""The latency rows after ``latency_ms_p50`` and ``latency_ms_p95`` (kept as they were):
+``<figure>_p90``, ``_p99`` and ``_max``, over all questions and per slice."""
+NO_NETWORK = "no_network: the run was given no network file for this system's host (--network)"
+
+
+def _latency_rows(
+    base: _Base,
+    slice_: str,
+    observations: Sequence[Observation],
+    figure: str,
+    points: Sequence[tuple[str, float]],
+) -> list[MetricRow]:
+    """``<figure>_<point>`` rows (numpy's linear percentiles; ``max`` the largest) over the
+    usable searches that carry ``figure``; the failed ones are excluded and counted. For
+    ``latency_minus_rtt_ms`` a usable search without it (no network file) is a null with
+    :data:`NO_NETWORK`."""
+    values = [
+        getattr(o, figure) for o in observations
+        if o.outcome == "usable" and getattr(o, figure, None) is not None
+    ]  # fmt: skip
+    failed = sum(1 for o in observations if o.outcome != "usable")
+    excl = f"failed_search ({failed})" if failed else None
+    usable = sum(1 for o in observations if o.outcome == "usable")
+    if values:
+        reason = None
+    elif figure == "latency_minus_rtt_ms" and usable:
+        reason = NO_NETWORK
+    else:
+        reason = "no usable search to time"
+    return [
+        _row(base, slice_, f"{figure}_{name}", None,
+             _percentile(values, q) if values else None, DENOM_TIMED, len(values), failed, excl,
+             null_reason=reason)
+        for name, q in points
+    ]  # fmt: skip
+
+
+def latency_rows(
+    base: _Base,
+    observations: Sequence[Observation],
+    slice_of: Mapping[str, str],
+    slice_order: Sequence[str],
+) -> list[MetricRow]:
+    """Per system: ``latency_ms`` p90, p99 and max over all questions, then p50, p90, p95,
+    p99 and max per slice (the ``all`` p50 and p95 are written by :func:`_timing_rows`); when
+    any search carries it (``run --network``), the same for ``latency_minus_rtt_ms`` (latency
+    with one round trip removed) and the ``network_ms`` subtracted (p50). The denominator is
+    :data:`DENOM_TIMED`."""
+    extra = [p for p in LATENCY_POINTS if p[0] not in ("p50", "p95")]
+    rows = _latency_rows(base, ALL, observations, "latency_ms", extra)
+    networked = any(getattr(o, "latency_minus_rtt_ms", None) is not None for o in observations)
+    if networked:
+        rows += _latency_rows(base, ALL, observations, "latency_minus_rtt_ms", LATENCY_POINTS)
+        rows += _latency_rows(base, ALL, observations, "network_ms", LATENCY_POINTS[:1])
+    for slice_ in slice_order:
+        if slice_ == ALL:
+            continue
+        part = [o for o in observations if slice_of.get(o.question_id) == slice_]
+        if not part:
+            continue
+        rows += _latency_rows(base, slice_, part, "latency_ms", LATENCY_POINTS)
+        if networked:
+            rows += _latency_rows(base, slice_, part, "latency_minus_rtt_ms", LATENCY_POINTS)
+    return rows
+
+
 def _timing_rows(
     base: _Base, observations: Sequence[Observation], ingests: Sequence[IngestRecord]
 ) -> list[MetricRow]:
@@ -229,6 +299,13 @@ def _timing_rows(
         )
     )
     rows.extend(_ingest_split_rows(base, ok, bad))
+    sessions = sum(i.sessions for i in ok)
+    rows.append(
+        _row(base, ALL, "ingest_ms_per_session", None,
+             sum(i.ingest_ms for i in ok) / sessions if ok and sessions else None,  # type: ignore[misc]
+             "sessions_ingested", sessions, bad, f"failed_ingest ({bad})" if bad else None,
+             null_reason=None if ok and sessions else "no successful ingest")
+    )  # fmt: skip
     turns = sum(i.turns for i in ok)
     total_ms = sum(i.ingest_ms for i in ok)  # type: ignore[misc]
     rows.append(
@@ -322,6 +399,7 @@ def aggregate(
     weights = {q.id: q.weight for q in dataset.questions}
     weighted = set(weighted_metrics)
     slice_order = list(dict.fromkeys(q.axis or ALL for q in dataset.questions))
+    slice_of = {q.id: q.axis or ALL for q in dataset.questions}
     rows: list[MetricRow] = []
     for system in systems:
         base = _Base(run_id, dataset.key, dataset.version_label, dataset.checksum, system)
@@ -338,6 +416,7 @@ def aggregate(
         ing = [i for i in ingests if i.system == system and i.dataset == dataset.key]
         if timing:
             mine_rows.extend(_timing_rows(base, obs, ing))
+            mine_rows.extend(latency_rows(base, obs, slice_of, slice_order))
         if unasked:
             total = unasked.get(ALL, 0)
             mine_rows = [

@@ -94,11 +94,38 @@ GENERIC: tuple[MetricInfo, ...] = (
         "Glasshouse speed points per question (-1..+1, latency with one round trip removed "
         "against the target), averaged",
     ),
+    MetricInfo("ingest_ms_per_session", False, "ms", "ingest time per session ingested"),
+    MetricInfo("latency_ms_p90", False, "ms", "90th percentile search latency"),
+    MetricInfo("latency_ms_p99", False, "ms", "99th percentile search latency"),
+    MetricInfo("latency_ms_max", False, "ms", "slowest usable search"),
+    *(
+        MetricInfo(
+            f"latency_minus_rtt_ms_{p}",
+            False,
+            "ms",
+            f"{what} search latency with one round trip removed (run --network); not compute time",
+        )
+        for p, what in (
+            ("p50", "median"), ("p90", "90th percentile"), ("p95", "95th percentile"),
+            ("p99", "99th percentile"), ("max", "largest"),
+        )
+    ),  # fmt: skip
+    MetricInfo("network_ms_p50", None, "ms", "the round trip subtracted (network file median)"),
 )
 TIMING: frozenset[str] = frozenset(
     (
         "latency_ms_p50",
+        "latency_ms_p90",
         "latency_ms_p95",
+        "latency_ms_p99",
+        "latency_ms_max",
+        "latency_minus_rtt_ms_p50",
+        "latency_minus_rtt_ms_p90",
+        "latency_minus_rtt_ms_p95",
+        "latency_minus_rtt_ms_p99",
+        "latency_minus_rtt_ms_max",
+        "network_ms_p50",
+        "ingest_ms_per_session",
         "ingest_ms_total",
         "ingest_add_ms_total",
         "ingest_index_wait_ms_total",

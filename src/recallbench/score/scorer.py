@@ -279,12 +279,23 @@ def score_dataset(
                     chars_returned=obs.chars_returned,
                     metrics=metrics,
                     null_reasons=reasons,
-                    flags=obs.flags,
+                    flags=scoring_flags(obs.flags),
                     mode=answering.mode if answering is not None else context_mode(context),
                     answering=info,
                 )
             )
     return verdicts, missing
+
+
+QUEUED_PREFIX = "queued: "
+"""Flags of the clock (Glasshouse's N8: the call's time includes queueing); they depend on
+timing, so they stay on the observation and are not copied to the verdict."""
+
+
+def scoring_flags(flags: Sequence[str]) -> tuple[str, ...]:
+    """The observation's flags a verdict carries: all but the ``queued: ...`` ones (timing
+    facts, which differ between two runs of the same spec)."""
+    return tuple(f for f in flags if not f.startswith(QUEUED_PREFIX))
 
 
 def context_mode(context: ScoringContext) -> str:

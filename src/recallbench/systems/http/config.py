@@ -101,6 +101,9 @@ HTTP_OPTIONS: tuple[Option, ...] = (
     Option("namespace", (str,), "{{group}}", help="namespace template for a haystack group"),
     Option("add_unit", (str,), "unit", choices=("unit", "session"), help="one add per ..."),
     Option("timeout_s", (float,), 30.0, min=0.001, help="seconds per request"),
+    Option(
+        "warmup_searches", (int,), 3, min=0, help="unrecorded neutral searches per worker"
+    ),
     Option("headers", (dict,), None, help="headers for every request (${ENV} for secrets)"),
     Option("add", (dict,), None, help="the add request"),
     Option("search", (dict,), None, help="the search request and response paths"),
@@ -328,6 +331,8 @@ class HttpConfig:
     retry: Mapping[str, float]
     limits: Limits
     raw: Mapping[str, Any]
+    warmup_searches: int = 3
+    """Unrecorded searches of neutral text per worker thread before the timed ones."""
 
 
 def _number(where: str, value: Any, minimum: float, integer: bool = False) -> float:
@@ -545,4 +550,7 @@ def load_config(section: Mapping[str, Any], check_env: bool = True) -> HttpConfi
         retry=retry,
         limits=limits,
         raw=raw,
+        warmup_searches=int(
+            _number("warmup_searches", raw.get("warmup_searches", 3), 0, integer=True)
+        ),
     )

@@ -20,6 +20,13 @@ the request in milliseconds, the fixed delay included):
 ``GET /v1/status?namespace=NS``
     ``{"status": "indexing"}`` while the namespace's index is being built (the first status
     request after an add starts the build) and ``{"status": "done"}`` once it is.
+``GET /v1/ping``
+    ``{"ok": true}`` at once: no delay and never a scheduled failure (the no-op request
+    ``recallbench network --method http`` times).
+
+Connections are kept alive (HTTP/1.1, replies sent without Nagle's delay), so a client may
+send every request of a worker on one connection. ``processing_ms`` lists, per ``POST
+/v1/search`` answered, the ``X-Processing-Ms`` it sent (for timing scripts).
 
 ``delay_ms`` sleeps that long in every request (a fixed processing time). ``failures`` (a
 :class:`FailureSchedule`) fails a seeded share of requests before they are processed: ``429``
@@ -93,6 +100,8 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     server_version = "recallbench-reference/1"
+    protocol_version = "HTTP/1.1"  # keep-alive: one connection serves many requests
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base signature
         return  # quiet: tests and the CLI print what they need
@@ -129,6 +138,9 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         owner = self.server.owner
         url = urllib.parse.urlsplit(self.path)
+        if self.command == "GET" and url.path == "/v1/ping":
+            self._reply(200, {"ok": True}, started, {})
+            return
         if owner.record_header is not None and owner.record_header in self.headers:
             with owner._lock:
                 owner.header_values.add(str(self.headers[owner.record_header]))
@@ -168,6 +180,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         processing = (time.perf_counter() - started) * 1000.0
         self.send_header("X-Processing-Ms", f"{processing:.3f}")
+        if self.command == "POST" and self.path.startswith("/v1/search"):
+            with self.server.owner._lock:
+                self.server.owner.processing_ms.append(round(processing, 3))
         self._leave()
         self.end_headers()
         self.wfile.write(data)
@@ -197,6 +212,8 @@ class ReferenceServer:
         self.port = port
         self.delay_ms = float(delay_ms)
         self.failures = failures
+        self.processing_ms: list[float] = []
+        """The ``X-Processing-Ms`` of every ``POST /v1/search`` answered, in order."""
         self._rng = random.Random(failures.seed if failures is not None else 0)
         self._in_row: dict[str, int] = {}
         self._lock = threading.Lock()

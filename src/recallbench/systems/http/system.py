@@ -26,17 +26,32 @@ declared as :attr:`HttpSystem.limits` for the runner.
 
 Memory ids are issued by the server (``server_issued_ids = True``), so the conformance kit's
 determinism check compares texts and source turns, not ids.
+
+Connections: each worker thread keeps one persistent (HTTP/1.1 keep-alive) connection per
+scheme, host and port and sends every request of that thread on it; a request that fails in
+transport closes it (the next try opens a new one, and that try counts). When the
+environment's proxy settings apply to the host (never for loopback), requests go through
+``urllib`` with a new connection each. :meth:`HttpSystem.warm_up` sends ``warmup_searches``
+searches of neutral text (:data:`WARMUP_QUERY`, never a benchmark question) on the calling
+thread's connection, once per thread; the runner calls it on every search worker, untimed and
+unrecorded, before a group's timed searches. :meth:`HttpSystem.last_call_info` gives, for the
+calling thread's last call, the bytes of the last reply body read (``response_bytes``) and the
+``queued`` flags (Glasshouse's N8: a try saw HTTP 429 or a ``Retry-After`` header, or a
+request overlapped another request of this process to the same host and port).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import http.client
 import json
 import os
 import random
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -44,6 +59,7 @@ from typing import Any
 
 from recallbench.contracts import Chunk, Memory, Session
 from recallbench.llm.retry import (
+    TRANSPORT_ERRORS,
     HttpReply,
     RetryPolicy,
     classify_http,
@@ -64,7 +80,10 @@ from recallbench.systems.http.config import (
 )
 from recallbench.systems.http.paths import PathLookupError
 
-__all__ = ["HttpCallError", "HttpSystem"]
+__all__ = ["WARMUP_QUERY", "HttpCallError", "HttpSystem"]
+
+WARMUP_QUERY = "recallbench connection warm-up"
+"""The neutral text of the unrecorded warm-up searches (never a benchmark question)."""
 
 
 class HttpCallError(RuntimeError):
@@ -109,6 +128,45 @@ _GATES_LOCK = threading.Lock()
 def _gate_for(base_url: str, limits: Limits) -> _Gate:
     with _GATES_LOCK:
         return _GATES.setdefault((base_url, limits), _Gate(limits))
+
+
+class _HostTraffic:
+    """Requests of this process in flight to one host and port, to tell whether a request
+    overlapped another (``queued`` flag, N8)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._starts = 0
+
+    def begin(self) -> tuple[bool, int]:
+        with self._lock:
+            busy = self._in_flight > 0
+            self._in_flight += 1
+            self._starts += 1
+            return busy, self._starts
+
+    def end(self, token: tuple[bool, int]) -> bool:
+        """Whether the request that began with ``token`` overlapped another one."""
+        with self._lock:
+            self._in_flight -= 1
+            return token[0] or self._starts > token[1]
+
+
+_TRAFFIC: dict[str, _HostTraffic] = {}
+
+
+def _traffic_for(netloc: str) -> _HostTraffic:
+    with _GATES_LOCK:
+        return _TRAFFIC.setdefault(netloc, _HostTraffic())
+
+
+def _uses_proxy(parts: urllib.parse.SplitResult) -> bool:
+    host = parts.hostname or ""
+    if host in ("localhost", "::1") or host.startswith("127."):
+        return False
+    proxies = urllib.request.getproxies()
+    return parts.scheme in proxies and not urllib.request.proxy_bypass(host)
 
 
 def _turns(turns: Sequence[Any]) -> list[dict[str, Any]]:
@@ -188,6 +246,8 @@ class HttpSystem:
         self._generation = 0
         self._dirty = False
         self._local = threading.local()
+        self._conns_lock = threading.Lock()
+        self._every_conn: list[Any] = []
 
     # ------------------------------------------------------------------ namespace and secrets
 
@@ -224,6 +284,118 @@ class HttpSystem:
 
     def _begin(self) -> None:
         self._local.attempts = []
+        self._local.response_bytes = None
+        self._local.queued = []
+
+    def last_call_info(self) -> dict[str, Any]:
+        """For the calling thread's last call: ``response_bytes`` (bytes of the last reply
+        body read, None when no reply came) and ``queued`` (the ``queued: ...`` flags, in the
+        order first seen, each once: Glasshouse's N8)."""
+        return {
+            "response_bytes": getattr(self._local, "response_bytes", None),
+            "queued": tuple(dict.fromkeys(getattr(self._local, "queued", ()))),
+        }
+
+    def _queued(self, flag: str) -> None:
+        if not hasattr(self._local, "queued"):
+            self._local.queued = []
+        self._local.queued.append(flag)
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        """``(host, port)`` of ``base_url`` (a network file for it is subtracted in a run)."""
+        parts = urllib.parse.urlsplit(self._cfg.base_url)
+        return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+    # ------------------------------------------------------------------ connections
+
+    def _connection(self, parts: urllib.parse.SplitResult, timeout_s: float) -> Any:
+        """The calling thread's connection to ``parts``'s scheme, host and port (new if none)."""
+        conns: dict[tuple[str, str], Any] = getattr(self._local, "connections", None) or {}
+        self._local.connections = conns
+        key = (parts.scheme, parts.netloc)
+        conn = conns.get(key)
+        if conn is None:
+            cls = (
+                http.client.HTTPSConnection
+                if parts.scheme == "https"
+                else http.client.HTTPConnection
+            )
+            conn = cls(parts.hostname or "", parts.port, timeout=timeout_s)
+            conns[key] = conn
+            with self._conns_lock:
+                self._every_conn.append(conn)
+        conn.timeout = timeout_s
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout_s)
+        return conn
+
+    def _drop(self, parts: urllib.parse.SplitResult) -> None:
+        conns = getattr(self._local, "connections", None) or {}
+        conn = conns.pop((parts.scheme, parts.netloc), None)
+        if conn is not None:
+            conn.close()
+
+    def _send(
+        self,
+        url: str,
+        data: bytes | None,
+        headers: Mapping[str, str],
+        timeout_s: float,
+        method: str,
+    ) -> HttpReply:
+        """One request on the calling thread's kept-alive connection (module doc); transport
+        failures raise as ``http.client`` and ``socket`` raise them, after closing it."""
+        parts = urllib.parse.urlsplit(url)
+        if _uses_proxy(parts):
+            return http_request(url, data, headers, timeout_s, method)
+        target = parts.path or "/"
+        if parts.query:
+            target += "?" + parts.query
+        traffic = _traffic_for(parts.netloc)
+        token = traffic.begin()
+        try:
+            conn = self._connection(parts, timeout_s)
+            conn.request(method, target, body=data, headers=dict(headers))
+            response = conn.getresponse()
+            body = response.read()
+            if response.will_close:
+                self._drop(parts)
+            return HttpReply(
+                int(response.status), {k.lower(): v for k, v in response.getheaders()}, body
+            )
+        except OSError as exc:
+            self._drop(parts)
+            if isinstance(exc, TRANSPORT_ERRORS):
+                raise
+            raise urllib.error.URLError(exc) from exc  # as urllib reports it: retried
+        except BaseException:
+            self._drop(parts)
+            raise
+        finally:
+            if traffic.end(token):
+                self._queued(f"queued: overlapped another call to {parts.netloc}")
+
+    def warm_up(self) -> None:
+        """Send ``warmup_searches`` searches of :data:`WARMUP_QUERY` on the calling thread's
+        connection, once per thread (later calls do nothing); failures are ignored. Nothing
+        about them is kept: ``last_attempts()`` and ``last_call_info()`` are cleared after."""
+        if getattr(self._local, "warmed", False):
+            return
+        self._local.warmed = True
+        for _ in range(self._cfg.warmup_searches):
+            with suppress(HttpCallError):
+                self.search(WARMUP_QUERY, 1)
+        self._begin()
+
+    def _close_connections(self) -> None:
+        """Close every connection any thread of this instance opened."""
+        with self._conns_lock:
+            conns, self._every_conn = self._every_conn, []
+        for conn in conns:
+            with suppress(OSError):
+                conn.close()
+        self._local.connections = {}
 
     # ------------------------------------------------------------------ requests
 
@@ -269,11 +441,18 @@ class HttpSystem:
         def once(attempt: int) -> HttpReply:
             url, headers, data = self._prepare(op, values, extra, resolve=True)
             with self._gate.slot():
-                return http_request(url, data, headers, op.timeout_s, op.method)
+                reply = self._send(url, data, headers, op.timeout_s, op.method)
+            if reply.status == 429:
+                self._queued("queued: saw HTTP 429")
+            elif "retry-after" in reply.headers:
+                self._queued("queued: saw Retry-After")
+            return reply
 
         result = run_with_retries(once, self._policy, lambda r: classify_http(r, self._policy))
         attempts = [dataclasses.replace(a, error=self._redact(a.error)) for a in result.attempts]
         self._local.attempts = [*getattr(self._local, "attempts", []), *attempts]
+        if result.value is not None:
+            self._local.response_bytes = len(result.value.body)
         if not result.ok or result.value is None:
             raise HttpCallError(
                 f"{op.name} {op.method} {op.path}: {self._redact(result.error)} "
@@ -384,3 +563,4 @@ class HttpSystem:
         """Forget the last namespace on the server (best effort: a failure is ignored)."""
         with suppress(HttpCallError):
             self.reset()
+        self._close_connections()
