@@ -406,19 +406,30 @@ CdnRangesOpt = Annotated[
 ]
 
 
-def run_speed_spec(llm_ttft: float, speed_weight: float | None) -> SpeedSpec | None:
-    """The run's speed options, or None when both are at their defaults (the spec, and so its
-    hash, is then what it always was). Refuses a TTFT or weight below 0."""
+def run_speed_spec(
+    llm_ttft: float,
+    speed_weight: float | None,
+    network: Sequence[Path] | None = None,
+    cdn_ranges: Path | None = None,
+) -> SpeedSpec | None:
+    """The run's speed options, or None when all are at their defaults (the spec, and so its
+    hash, is then what it always was). The codes decided before measuring (N1 from
+    ``--cdn-ranges``, N2 from ``--network`` files of two or more locations) are fixed here,
+    when the run starts. Refuses a TTFT or weight below 0."""
     from recallbench.score.speed import settings_from_files
     from recallbench.spec import SpeedSpec
 
     try:
-        settings_from_files(llm_ttft_ms=llm_ttft, weight=speed_weight)
+        settings = settings_from_files(
+            llm_ttft_ms=llm_ttft, weight=speed_weight, network_paths=network or (),
+            cdn_ranges_path=cdn_ranges,
+        )
     except UserError as exc:
         raise fail(str(exc)) from None
-    if llm_ttft == 500.0 and speed_weight is None:
+    before = tuple(settings.before)
+    if llm_ttft == 500.0 and speed_weight is None and not before:
         return None
-    return SpeedSpec(llm_ttft_ms=llm_ttft, weight=speed_weight)
+    return SpeedSpec(llm_ttft_ms=llm_ttft, weight=speed_weight, before=before)
 
 
 @app.command()
@@ -520,6 +531,7 @@ def run(
     same_model: Annotated[
         bool, typer.Option("--same-model", help="Allow the reader to be the judge (labelled).")
     ] = False,
+    cdn_ranges: CdnRangesOpt = None,
     llm_ttft: LlmTtftOpt = 500.0,
     speed_weight: SpeedWeightOpt = None,
     llm_concurrency: Annotated[
@@ -643,7 +655,7 @@ def run(
                 system_configs=configs,
                 dataset_options=options,
                 answering=answering,
-                speed=run_speed_spec(llm_ttft, speed_weight),
+                speed=run_speed_spec(llm_ttft, speed_weight, network, cdn_ranges),
             )
             folder: list[Path] = []  # told by start_run once the folder exists
             with interrupt_guard(lambda: folder[0] if folder else None), bar.progress:

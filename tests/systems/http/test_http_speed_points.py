@@ -67,3 +67,29 @@ def test_declared_capabilities_give_n4_n5_n6(tmp_path: Path) -> None:
     assert caps["retrieval_alone"] is True and caps["batch_only"] is False
     caps.update(in_process=False, retrieval_alone=False, per_call_timing=False, batch_only=True)
     assert speed_of(RunManifest.from_dict(data))["bm25"].before == ("N4", "N5", "N6")
+
+
+def test_run_fixes_n2_from_network_files_of_two_locations(tmp_path: Path) -> None:
+    """Two network files from different locations whose round trips barely differ (here the
+    same loopback host) decide N2 when the run starts: every speed figure is null with it."""
+    runner = CliRunner()
+    with ReferenceServer() as server:
+        host = server.base_url.removeprefix("http://")
+        files = []
+        for location in ("seoul", "virginia"):
+            out = tmp_path / f"{location}.json"
+            done = runner.invoke(app, ["network", host, "--location", location,
+                                       "--out", str(out)])
+            assert done.exit_code == 0, done.output
+            files += ["--network", str(out)]
+        config = tmp_path / "http.toml"
+        config.write_text(server.config_text(), encoding="utf-8")
+        done = runner.invoke(app, ["run", "--systems", "http", "--no-baselines", "--config",
+                                   str(config), *files, "--out", str(tmp_path / "r"), "-q"])
+        assert done.exit_code == 0, done.output
+    (run_dir,) = list((tmp_path / "r").iterdir())
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert manifest["spec"]["speed"]["before"] == ["N2"]
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    (speed,) = [r for r in rows if r["metric"] == "speed_points" and r["slice"] == "all"]
+    assert speed["value"] is None and speed["null_reason"].startswith("N2")
