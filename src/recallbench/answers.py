@@ -137,8 +137,10 @@ def _endpoint(choice: ModelChoice, pin: ModelPin | None, concurrency: int) -> En
     base_url = choice.base_url
     key_env = choice.api_key_env
     if base_url is None and is_mock(choice.model):
-        from recallbench.llm.mock import ensure_mock_server
+        from recallbench.benchmarks.mock_shapes import all_shapes
+        from recallbench.llm.mock import ensure_mock_server, set_shape_provider
 
+        set_shape_provider(all_shapes)
         base_url = ensure_mock_server().base_url
         key_env = None
     elif base_url is None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import shutil
 import signal
 import threading
@@ -42,6 +41,7 @@ from recallbench.contracts import (
 )
 from recallbench.controls import run_floors
 from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
+from recallbench.datasets.fetch import default_cache_dir
 from recallbench.errors import (
     DuplicateObservationError,
     IncompleteRunError,
@@ -82,8 +82,6 @@ from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec, SpeedSpec
 from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
 
-CACHE_ENV = "RECALLBENCH_CACHE"
-
 LOCK_FILE = store.LOCK_FILE
 
 __all__ = [
@@ -113,14 +111,6 @@ __all__ = [
     "start_run",
     "tables",
 ]
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "recallbench" / "cache"
 
 
 def check_systems(

@@ -512,12 +512,12 @@ def test_beam_snippet_equivalence(server: MockLLMServer):
 
 
 def test_recallbench_v1_judge_shape(server: MockLLMServer):
-    def prompt(gold: str, response: str) -> str:
-        return (
-            "Grade the response.\nQuestion: How big is the plot?\n"
-            f"Gold answer: {gold}\nResponse:\n{response}\nEnd of response.\n"
-            "Reply CORRECT or WRONG."
-        )
+    from recallbench.contracts import Question
+    from recallbench.instruments.generic import RecallbenchV1
+
+    def prompt(gold: str, response: str) -> str:  # the real v1 judge prompt
+        q = Question(id="q", dataset="d", group="g", text="How big is the plot?", gold=gold)
+        return RecallbenchV1().judge_request(q, "answer", response).messages[0]["content"]
 
     assert ask(server, JUDGE, user(prompt("a quarter acre", "A quarter acre."))) == "CORRECT"
     assert ask(server, JUDGE, user(prompt("a quarter acre", "Half an acre."))) == "WRONG"

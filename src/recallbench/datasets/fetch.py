@@ -17,6 +17,7 @@ from recallbench.datasets.dataset import FileRecord, FileSpec
 from recallbench.errors import ChecksumMismatchError, DataFileError, DatasetFormatError
 
 ENV_VAR = "RECALLBENCH_DATA"
+CACHE_ENV = "RECALLBENCH_CACHE"
 LOCK_NAME = "recallbench.lock.json"
 PINNED_ON_FIRST_USE = "pinned on first use"
 
@@ -24,6 +25,16 @@ PINNED_ON_FIRST_USE = "pinned on first use"
 def default_data_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "recallbench" / "data"
+
+
+def default_cache_dir() -> Path:
+    """The shared cache (embeddings, LLM replies, instrument files): ``$RECALLBENCH_CACHE``,
+    else a per-user cache folder."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "recallbench" / "cache"
 
 
 def resolve_data_dir(explicit: Path | str | None = None) -> Path:

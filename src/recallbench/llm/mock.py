@@ -8,28 +8,19 @@ on the requested model (:data:`MOCK_MODELS`):
 
 ``mock`` (a reader)
     Reads the memories out of the prompt (the last user message) and concatenates them,
-    space-separated, as its answer; "I don't know." when the prompt carries none. Memory lines
-    are: the lines of a ``CONTEXT:`` ... ``QUESTION:`` block (BEAM's RAG prompt); otherwise
-    lines starting ``- `` (Glasshouse's memories; ``(none)`` and ``(nothing returned)`` are
-    not memories), LoCoMo's ``speaker said, "..."`` lines, LongMemEval's JSON history lines
-    (the ``content`` of each turn, or the ``session_summary`` of a note) and its ``user:`` /
-    ``assistant:`` lines (history format ``nl``).
+    space-separated, as its answer; "I don't know." when the prompt carries none. The memories
+    are the memory field of a registered reader shape when one matches, else the lines that
+    look like data (``- `` lines, JSON history lines, lines ending in a quotation, ``user:`` /
+    ``assistant:`` lines); a filler in parentheses (``(none)``) is not a memory.
 ``mock-judge`` (a strict judge)
-    Finds the gold answer and the response being judged in each known judge prompt shape and
-    replies in the format that prompt asks for, with the correct verdict when the normalised
-    gold (lower case, punctuation removed, spaces collapsed) is contained, as whole words, in
-    the normalised response (Glasshouse: also any accepted alternative); on abstention prompts
-    when the response says it does not know (:data:`DONT_KNOW`). Shapes: Glasshouse's memory,
-    answer and abstention judges (FULL / PARTIAL / WRONG; PARTIAL for "I don't know" on the
-    UPDATE, STALE and CONTRADICT axes; CORRECT / WRONG for the abstention prompt, CORRECT when
-    nothing was returned or the memories say they do not know), LongMemEval's
-    ``get_anscheck_prompt`` templates (``yes`` / ``no``; the abstention template is an
-    abstention prompt), mem0's ``ACCURACY_PROMPT`` (``{"label": "CORRECT"}``), BEAM's
-    ``unified_llm_judge_base_prompt`` (``{"score": 1.0, "reason": ...}``; the rubric item's
-    text after its first ``": "`` is the gold; a rubric saying there is no information makes
-    it an abstention prompt), BEAM's snippet-equivalence check (``YES`` / ``NO``: one snippet
-    contained in the other), and recallbench prompts v1 (a ``Gold answer: <text>`` line and a
-    block from ``Response:`` to ``End of response.``; ``CORRECT`` / ``WRONG``).
+    Matches the judge prompt against the registered shapes (:class:`Shape`): each benchmark's
+    own template, read from its pinned file at run time by
+    :mod:`recallbench.benchmarks.mock_shapes` (installed with :func:`set_shape_provider`), never
+    copied here. The matched fields give the gold answer(s) and the response judged; the reply
+    is the shape's correct-verdict text when the normalised gold (lower case, punctuation
+    removed, spaces collapsed) is contained, as whole words, in the normalised response, or, on
+    abstention prompts, when the response says it does not know (:data:`DONT_KNOW`); the
+    partial-credit text for "I don't know" where the shape gives it.
 ``mock-judge-lenient``
     The same shapes, always the correct-verdict reply: it lets plausible wrong answers through
     (what ``judge-check`` must catch).
@@ -87,9 +78,6 @@ DONT_KNOW: tuple[str, ...] = (
 )
 """Normalised phrases that count as "says it does not know"."""
 FAULT_KINDS = ("malformed", "no_choices", "empty", "rate_limit")
-_DONT_KNOW_PARTIAL_AXES = frozenset({"UPDATE", "STALE", "CONTRADICT"})
-_ABSTAIN_AXES = frozenset({"ABSTAIN", "FALSE_MEMORY"})
-_NOT_MEMORIES = frozenset({"(none)", "(nothing returned)", "(no answer)", ""})
 
 
 # --------------------------------------------------------------------------- text rules
@@ -133,12 +121,28 @@ def _json_contents(value: Any) -> list[str]:
     return []
 
 
+def _placeholder(line: str) -> bool:
+    """A filler the official code writes where nothing was given (``(none)``, ``(nothing
+    returned)``): the whole text in parentheses, or empty."""
+    t = line.strip()
+    return not t or (t.startswith("(") and t.endswith(")"))
+
+
+def _lines(block: str) -> list[str]:
+    """The memories of a block the reader got: one per line, a leading ``- `` dropped."""
+    lines = [ln.strip().removeprefix("- ").strip() for ln in block.splitlines()]
+    return [ln for ln in lines if not _placeholder(ln)]
+
+
 def memory_lines(prompt: str) -> list[str]:
-    """The memories a reader prompt carries (see the module doc for the shapes)."""
-    block = re.search(r"CONTEXT:\n(.*?)\n\s*QUESTION:", prompt, re.DOTALL)
-    if block:
-        lines = [ln.strip().removeprefix("- ") for ln in block.group(1).splitlines()]
-        return [ln for ln in lines if ln.strip() and ln.strip() not in _NOT_MEMORIES]
+    """The memories a reader prompt carries: the memory field of a registered reader shape
+    (the benchmark's own template, read at run time) when one matches, else every line that
+    looks like data: ``- `` lines, JSON history lines, and lines ending in a quotation."""
+    for shape in shapes():
+        if shape.kind == "reader":
+            m = shape.pattern.fullmatch(prompt)
+            if m is not None:
+                return _lines(m.group(shape.response))
     found: list[str] = []
     for raw in prompt.splitlines():
         line = raw.strip()
@@ -146,13 +150,13 @@ def memory_lines(prompt: str) -> list[str]:
             with contextlib.suppress(json.JSONDecodeError):
                 found.extend(c.strip() for c in _json_contents(json.loads(line)))
             continue
-        if ' said, "' in line:
+        if line.endswith('"') and line.count('"') >= 2:
             found.append(line)
         elif line.startswith("- "):
             found.append(line[2:].strip())
         elif line.startswith(("user: ", "assistant: ")):
             found.append(line.split(": ", 1)[1].strip())
-    return [m for m in found if m not in _NOT_MEMORIES]
+    return [m for m in found if not _placeholder(m)]
 
 
 def reader_reply(prompt: str) -> str:
@@ -178,157 +182,65 @@ class JudgeView:
     """The reply for "I don't know" where the shape gives partial credit for it."""
 
 
-def _after(text: str, start: str, end: str, *, last_end: bool = True) -> str | None:
-    i = text.find(start)
-    if i < 0:
-        return None
-    i += len(start)
-    j = text.rfind(end) if last_end else text.find(end, i)
-    if j < i:
-        return None
-    return text[i:j]
+@dataclass(frozen=True)
+class Shape:
+    """A prompt the mock recognises: a benchmark's own template turned into a pattern
+    (:func:`template_pattern`) at run time, never its text copied here. ``kind`` is ``judge``
+    (``read`` turns the matched fields into a :class:`JudgeView`) or ``reader`` (the field
+    named ``response`` holds the memories)."""
+
+    name: str
+    kind: str
+    pattern: re.Pattern[str]
+    response: str = ""
+    read: Callable[[dict[str, str]], JudgeView] | None = None
 
 
-def _glasshouse(prompt: str) -> JudgeView | None:
-    gold_head = "Model answer (what a correct answer looks like):\n"
-    axis = re.search(r"How to score this question type \(([^)]*)\):", prompt)
-    if gold_head not in prompt or axis is None:
-        return None
-    if "Memories the system returned:\n" in prompt:
-        response = _after(prompt, "Memories the system returned:\n", "\n\nHow to score")
-        shape = "glasshouse-memory"
-    elif "The assistant's answer:\n" in prompt:
-        response = _after(prompt, "The assistant's answer:\n", "\n\nHow to score")
-        shape = "glasshouse-answer"
-    else:
-        return None
-    gold_block = _after(prompt, gold_head, "\n\nInformation the ", last_end=False) or ""
-    gold_lines = gold_block.splitlines()
-    golds = [gold_lines[0]] if gold_lines else []
-    golds += [ln[2:] for ln in gold_lines[1:] if ln.startswith("- ")]
-    name = axis.group(1).strip()
-    return JudgeView(
-        shape,
-        tuple(g for g in golds if g and g != "(none)"),
-        response or "",
-        "FULL",
-        "WRONG",
-        abstention=name in _ABSTAIN_AXES,
-        partial="PARTIAL" if name in _DONT_KNOW_PARTIAL_AXES else None,
-    )
+def template_pattern(parts: Sequence[tuple[str, str | None]]) -> re.Pattern[str]:
+    """A full-match pattern from a template's literal text and field names, in order:
+    ``[("Question: ", None), ("", "q"), ...]`` style pairs ``(literal, field)``, each literal
+    matched as written and each field as any text (the shortest that fits)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for literal, field in parts:
+        out.append(re.escape(literal))
+        if field is not None:
+            if field in seen:
+                out.append(f"(?P={field})")
+            else:
+                out.append(f"(?P<{field}>.*?)")
+                seen.add(field)
+    return re.compile("".join(out), re.DOTALL)
 
 
-def _glasshouse_abstain(prompt: str) -> JudgeView | None:
-    response = _after(prompt, "What the system returned:\n", "\n\nDecide only this")
-    if response is None:
-        return None
-    empty = response.strip() in _NOT_MEMORIES
-    return JudgeView(
-        "glasshouse-abstain",
-        (),
-        DONT_KNOW_REPLY if empty else response,
-        "CORRECT",
-        "WRONG",
-        abstention=True,
-    )
+_SHAPES_LOCK = threading.Lock()
+_SHAPE_PROVIDER: Callable[[], Sequence[Shape]] | None = None
+_SHAPES: tuple[Shape, ...] | None = None
 
 
-def _longmemeval(prompt: str) -> JudgeView | None:
-    end = max(
-        prompt.rfind("\n\nIs the model response correct?"),
-        prompt.rfind("\n\nDoes the model correctly identify"),
-    )
-    start = prompt.find("\n\nModel Response: ")
-    if end < 0 or start < 0:
-        return None
-    response = prompt[start + len("\n\nModel Response: ") : end]
-    for head, abstention in (
-        ("\n\nCorrect Answer: ", False),
-        ("\n\nRubric: ", False),
-        ("\n\nExplanation: ", True),
-    ):
-        i = prompt.find(head)
-        if 0 <= i < start:
-            gold = prompt[i + len(head) : start]
-            return JudgeView("longmemeval", (gold,), response, "yes", "no", abstention)
-    return None
+def set_shape_provider(provider: Callable[[], Sequence[Shape]]) -> None:
+    """Where the prompt shapes come from (``recallbench.instruments.mock_shapes``, which reads
+    the benchmarks' pinned files); read once, on the first prompt that needs them."""
+    global _SHAPE_PROVIDER, _SHAPES
+    with _SHAPES_LOCK:
+        _SHAPE_PROVIDER, _SHAPES = provider, None
 
 
-def _mem0(prompt: str) -> JudgeView | None:
-    end = prompt.rfind("\n\nFirst, provide")
-    gen = prompt.rfind("\nGenerated answer: ", 0, end if end >= 0 else len(prompt))
-    gold = prompt.rfind("\nGold answer: ", 0, gen if gen >= 0 else 0)
-    if end < 0 or gen < 0 or gold < 0:
-        return None
-    return JudgeView(
-        "mem0",
-        (prompt[gold + len("\nGold answer: ") : gen],),
-        prompt[gen + len("\nGenerated answer: ") : end],
-        json.dumps({"label": "CORRECT"}),
-        json.dumps({"label": "WRONG"}),
-    )
-
-
-def _beam_rubric(prompt: str) -> JudgeView | None:
-    rubric_head = "- RUBRIC CRITERION (what to check): "
-    response_head = "\n- RESPONSE TO EVALUATE: "
-    i, j = prompt.find(rubric_head), prompt.find(response_head)
-    end = prompt.rfind("\n\n## EVALUATION RUBRIC")
-    if i < 0 or j < i or end < j:
-        return None
-    rubric = prompt[i + len(rubric_head) : j]
-    gold = rubric.split(": ", 1)[1] if ": " in rubric else rubric
-    reason = "mock judge: rubric text {} in the response"
-    return JudgeView(
-        "beam-rubric",
-        (gold,),
-        prompt[j + len(response_head) : end],
-        json.dumps({"score": 1.0, "reason": reason.format("found")}),
-        json.dumps({"score": 0.0, "reason": reason.format("not found")}),
-        abstention="no information" in normalise(rubric),
-    )
-
-
-def _beam_equivalence(prompt: str) -> JudgeView | None:
-    m = re.search(r"First snippet: (.*?)\s*\n\s*Second snippet: (.*)", prompt, re.DOTALL)
-    if m is None:
-        return None
-    first, second = m.group(1).strip(), m.group(2).strip()
-    golds = (first,) if len(normalise(first)) <= len(normalise(second)) else (second,)
-    response = second if golds == (first,) else first
-    return JudgeView("beam-equivalence", golds, response, "YES", "NO")
-
-
-def _recallbench_v1(prompt: str) -> JudgeView | None:
-    gold = re.search(r"^Gold answer: (.*)$", prompt, re.MULTILINE)
-    response = _after(prompt, "Response:\n", "\nEnd of response.")
-    if gold is None or response is None:
-        return None
-    also = re.search(r"^Also accepted: (.*)$", prompt, re.MULTILINE)
-    golds = (gold.group(1), *(a.strip() for a in (also.group(1).split(";") if also else ())))
-    # the gold of an abstention question says the history does not answer it
-    abstention = says_dont_know(gold.group(1)) or "does not answer" in gold.group(1)
-    return JudgeView("recallbench-v1", golds, response, "CORRECT", "WRONG", abstention)
-
-
-JUDGE_SHAPES: tuple[Callable[[str], JudgeView | None], ...] = (
-    _glasshouse,
-    _glasshouse_abstain,
-    _longmemeval,
-    _mem0,
-    _beam_rubric,
-    _beam_equivalence,
-    _recallbench_v1,
-)
-"""Tried in order on the judge prompt (the last user message, with any system message
-before it for BEAM's equivalence check); the first that recognises it decides."""
+def shapes() -> tuple[Shape, ...]:
+    global _SHAPES
+    with _SHAPES_LOCK:
+        if _SHAPES is None:
+            _SHAPES = tuple(_SHAPE_PROVIDER()) if _SHAPE_PROVIDER is not None else ()
+        return _SHAPES
 
 
 def read_judge_prompt(prompt: str) -> JudgeView | None:
-    for shape in JUDGE_SHAPES:
-        view = shape(prompt)
-        if view is not None:
-            return view
+    for shape in shapes():
+        if shape.kind != "judge" or shape.read is None:
+            continue
+        m = shape.pattern.fullmatch(prompt)
+        if m is not None:
+            return shape.read({k: v for k, v in m.groupdict().items() if v is not None})
     return None
 
 

@@ -5,7 +5,10 @@ doubles). ``python -m recallbench.testing.mock_llm`` serves it from a shell."""
 
 import sys
 
+from recallbench.benchmarks.mock_shapes import all_shapes
 from recallbench.llm import mock
+
+mock.set_shape_provider(all_shapes)
 
 if __name__ == "__main__":
     raise SystemExit(mock.main())
