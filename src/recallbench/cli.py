@@ -411,11 +411,12 @@ def run_speed_spec(
     speed_weight: float | None,
     network: Sequence[Path] | None = None,
     cdn_ranges: Path | None = None,
+    speed_sample: int | None = None,
 ) -> SpeedSpec | None:
     """The run's speed options, or None when all are at their defaults (the spec, and so its
     hash, is then what it always was). The codes decided before measuring (N1 from
     ``--cdn-ranges``, N2 from ``--network`` files of two or more locations) are fixed here,
-    when the run starts. Refuses a TTFT or weight below 0."""
+    when the run starts. Refuses a TTFT or weight below 0, and a speed sample below 1."""
     from recallbench.score.speed import settings_from_files
     from recallbench.spec import SpeedSpec
 
@@ -427,9 +428,13 @@ def run_speed_spec(
     except UserError as exc:
         raise fail(str(exc)) from None
     before = tuple(settings.before)
-    if llm_ttft == 500.0 and speed_weight is None and not before:
+    if speed_sample is not None and speed_sample < 1:
+        raise fail(f"--speed-sample must be at least 1, got {speed_sample}")
+    if llm_ttft == 500.0 and speed_weight is None and not before and speed_sample is None:
         return None
-    return SpeedSpec(llm_ttft_ms=llm_ttft, weight=speed_weight, before=before)
+    return SpeedSpec(
+        llm_ttft_ms=llm_ttft, weight=speed_weight, before=before, sample=speed_sample
+    )
 
 
 @app.command()
@@ -534,6 +539,14 @@ def run(
     cdn_ranges: CdnRangesOpt = None,
     llm_ttft: LlmTtftOpt = 500.0,
     speed_weight: SpeedWeightOpt = None,
+    speed_sample: Annotated[
+        int | None,
+        typer.Option(
+            help="Speed: search N seeded questions per dataset alone, one at a time after the "
+            "rest of their group, and score speed on those only (for runs with "
+            "--concurrency or --group-concurrency above 1).",
+        ),
+    ] = None,
     llm_concurrency: Annotated[
         int, typer.Option(help="LLM calls in flight per endpoint.", min=1)
     ] = 8,
@@ -655,7 +668,7 @@ def run(
                 system_configs=configs,
                 dataset_options=options,
                 answering=answering,
-                speed=run_speed_spec(llm_ttft, speed_weight, network, cdn_ranges),
+                speed=run_speed_spec(llm_ttft, speed_weight, network, cdn_ranges, speed_sample),
             )
             folder: list[Path] = []  # told by start_run once the folder exists
             with interrupt_guard(lambda: folder[0] if folder else None), bar.progress:

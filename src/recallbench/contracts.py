@@ -179,6 +179,11 @@ two runs of the same spec). Left out of the JSON when empty."""
     response_bytes: int | None = field(default=None, metadata={OMIT_EMPTY: True})
     """Bytes of the reply body the system read for this search (``last_call_info()``, e.g.
     the ``http`` system); left out of the JSON when the system does not say."""
+    speed_sample: bool | None = field(default=None, metadata={OMIT_EMPTY: True})
+    """True when the question is in the run's speed sample (``run --speed-sample N``): its
+    search ran alone, with no other call of the system running, after the rest of its group's
+    searches; with a sample, only these are scored for speed. None otherwise, and then left
+    out of the JSON."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -710,6 +710,7 @@ def speed_of(manifest: RunManifest) -> dict[str, SpeedSettings]:
             llm_ttft_ms=opts.llm_ttft_ms,
             weight=opts.weight,
             before=before,
+            sampled=opts.sample is not None,
         )
     return out
 

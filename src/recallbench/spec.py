@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from recallbench.contracts import canonical_json, sha256_text, to_json_dict
+from recallbench.contracts import OMIT_EMPTY, canonical_json, sha256_text, to_json_dict
 
 DEFAULT_K: tuple[int, ...] = (1, 5, 10)
 
@@ -80,15 +80,20 @@ class SpeedSpec:
     flow_limit_ms: float = 1000.0
     weight: float | None = None
     before: tuple[str, ...] = ()
+    sample: int | None = field(default=None, metadata={OMIT_EMPTY: True})
+    """``run --speed-sample N``: N questions per dataset searched alone and timed for speed
+    (None: every search is scored; absent from the dict, so older specs hash as before)."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SpeedSpec:
         weight = d.get("weight")
+        sample = d.get("sample")
         return cls(
             llm_ttft_ms=float(d.get("llm_ttft_ms", 500.0)),
             flow_limit_ms=float(d.get("flow_limit_ms", 1000.0)),
             weight=None if weight is None else float(weight),
             before=tuple(str(c) for c in d.get("before", ())),
+            sample=None if sample is None else int(sample),
         )
 
 

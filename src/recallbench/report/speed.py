@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from recallbench.report.tables import Table
 from recallbench.results.scored import ScoredRun
-from recallbench.score.speed import CODES, SPEED, row_label
+from recallbench.score.speed import CODES, NOT_SAMPLED, SPEED, row_label
 from recallbench.spec import SpeedSpec
 
 IN_PROCESS_ONLY = "N7"
@@ -34,13 +34,20 @@ def speed_table(scored: ScoredRun, dataset_key: str) -> Table | None:
         )
     used = sorted({c for r in rows for c in CODES if c in (r.exclusion_rule or "")})
     legend = "; ".join(f"{c}: {CODES[c]}" for c in used)
+    sample = (
+        f" Speed sample: {opts.sample} seeded questions per dataset, each searched alone (no "
+        f"other call of the system running) after the rest of its group; only they are scored "
+        f"for speed, the rest are left out as {NOT_SAMPLED!r}."
+        if opts.sample
+        else ""
+    )
     caption = (
         f"Glasshouse speed points per question (-1 very slow .. +1 very fast), averaged over the "
         f"searches scored, never summed: latency (with one round trip removed where the record "
         f"carries network_ms) against a target of {target:g} ms (flow limit "
         f"{opts.flow_limit_ms:g} - LLM time to first token {opts.llm_ttft_ms:g}). Not "
         f"measurable is left out, never 0; failed searches are counted apart. Accuracy is "
-        f"unaffected." + (f" {legend}." if legend else "")
+        f"unaffected." + (f" {legend}." if legend else "") + sample
     )
     return Table(
         f"{dataset_key}: speed",

@@ -16,6 +16,13 @@ before its call starts: at most ``max_concurrency`` calls of that system run at 
 start at most ``requests_per_second`` a second, evenly spaced (a token bucket holding one
 token). Waiting for it is not part of ``elapsed_ms`` nor of the timeout, which count from the
 call's start. An abandoned call gives its slot back at once (its system is given up on).
+
+A :class:`Gate` (optional, shared like the limiter) lets a call run *alone*: a call submitted
+``alone`` starts only when no other call of that system is running, and none starts while it
+runs (``run --speed-sample``: searches timed one at a time). Ordinary calls wait while an alone
+call waits or runs, except ``early`` ones (warm-ups, which a lane's barrier holds together),
+which may still enter while it waits. Waiting at the gate, like at the limiter, is not part of
+``elapsed_ms`` nor of the timeout.
 """
 
 from __future__ import annotations
@@ -67,16 +74,60 @@ class Limiter:
             self._slots.release()
 
 
+class Gate:
+    """Calls of one system run either together (``shared``) or one ``alone`` call with nothing
+    else: a readers-writer lock that prefers the alone calls, except for ``early`` shared calls."""
+
+    SHARED = "shared"
+    EARLY = "early"
+    ALONE = "alone"
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+        self._alone_running = False
+        self._alone_waiting = 0
+        self.alone_calls = 0
+        """How many alone calls have run (for tests and timing scripts)."""
+
+    def enter(self, mode: str) -> None:
+        with self._cond:
+            if mode == self.ALONE:
+                self._alone_waiting += 1
+                try:
+                    self._cond.wait_for(lambda: not self._alone_running and self._running == 0)
+                finally:
+                    self._alone_waiting -= 1
+                self._alone_running = True
+                self.alone_calls += 1
+            else:
+                early = mode == self.EARLY
+                self._cond.wait_for(
+                    lambda: not self._alone_running and (early or not self._alone_waiting)
+                )
+                self._running += 1
+
+    def leave(self, mode: str) -> None:
+        with self._cond:
+            if mode == self.ALONE:
+                self._alone_running = False
+            else:
+                self._running -= 1
+            self._cond.notify_all()
+
+
 @dataclass
 class Call:
     fn: Callable[[], Any]
     post: Callable[[Any], Any] | None = None
+    gate_mode: str = Gate.SHARED
     started: threading.Event = field(default_factory=threading.Event)
     done: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
     cancelled: bool = False
     abandoned: bool = False
     holds_slot: bool = False
+    holds_gate: bool = False
     t0: float = 0.0
     t1: float = 0.0
     result: Any = None
@@ -102,10 +153,13 @@ class CallOutcome:
 
 
 class CallPool:
-    def __init__(self, workers: int = 1, limiter: Limiter | None = None) -> None:
+    def __init__(
+        self, workers: int = 1, limiter: Limiter | None = None, gate: Gate | None = None
+    ) -> None:
         self._queue: queue.SimpleQueue[Call | None] = queue.SimpleQueue()
         self._workers = max(1, workers)
         self._limiter = limiter
+        self._gate = gate
         for _ in range(self._workers):
             self._spawn()
 
@@ -120,14 +174,19 @@ class CallPool:
             with call.lock:
                 if call.cancelled:
                     continue
+            if self._gate is not None:
+                self._gate.enter(call.gate_mode)
             if self._limiter is not None:
                 self._limiter.acquire()
             with call.lock:
                 if call.cancelled:
                     if self._limiter is not None:
                         self._limiter.release()
+                    if self._gate is not None:
+                        self._gate.leave(call.gate_mode)
                     continue
                 call.holds_slot = self._limiter is not None
+                call.holds_gate = self._gate is not None
                 call.t0 = time.perf_counter()
                 call.started.set()
             try:
@@ -147,14 +206,25 @@ class CallPool:
                     return
 
     def _release(self, call: Call) -> None:
-        """Give the call's limiter slot back, once (on return, or when it is abandoned)."""
+        """Give the call's limiter slot and gate place back, once (on return, or when it is
+        abandoned)."""
         with call.lock:
             holds, call.holds_slot = call.holds_slot, False
+            gated, call.holds_gate = call.holds_gate, False
         if holds and self._limiter is not None:
             self._limiter.release()
+        if gated and self._gate is not None:
+            self._gate.leave(call.gate_mode)
 
-    def submit(self, fn: Callable[[], Any], post: Callable[[Any], Any] | None = None) -> Call:
-        call = Call(fn, post)
+    def submit(
+        self,
+        fn: Callable[[], Any],
+        post: Callable[[Any], Any] | None = None,
+        gate_mode: str = Gate.SHARED,
+    ) -> Call:
+        """Queue ``fn``; ``gate_mode`` (:class:`Gate`, when the pool has one): ``alone`` runs it
+        with no other call of the system running, ``early`` lets it in while one waits."""
+        call = Call(fn, post, gate_mode)
         self._queue.put(call)
         return call
 

@@ -42,6 +42,14 @@ search, ``network_ms`` (that file's median round trip) and ``latency_minus_rtt_m
 latency with one round trip removed). When the median reply of a (dataset, system) is above
 :data:`LARGE_REPLY_BYTES`, a ``RuntimeWarning`` says so (a reply that large costs an extra
 round trip on a cold TCP window).
+
+Speed sample (``spec.speed.sample`` N, ``run --speed-sample N``): a seeded sample of N of each
+dataset's questions (:func:`~recallbench.score.speed.speed_sample`, the same questions for every
+system) is searched *alone*: after the rest of its group's searches, one at a time, each
+starting only when no other call of that system is running in any lane, and none starting while
+it runs (:class:`~recallbench.run.calls.Gate`). Those observations carry ``speed_sample: true``
+and are the ones the speed score reads; the search is the question's only one, so accuracy is
+measured as before.
 """
 
 from __future__ import annotations
@@ -69,7 +77,8 @@ from recallbench.datasets.dataset import HaystackGroup, LoadedDataset
 from recallbench.errors import UserError
 from recallbench.results import store
 from recallbench.results.manifest import now_rfc3339
-from recallbench.run.calls import CallOutcome, CallPool, Limiter
+from recallbench.run.calls import CallOutcome, CallPool, Gate, Limiter
+from recallbench.score.speed import speed_sample
 from recallbench.spec import RunSpec
 from recallbench.systems.base import MemorySystem, SystemContext, close_system, declared_hooks
 from recallbench.systems.boundary import chars_returned, normalise_memories, source_text_flags
@@ -331,6 +340,8 @@ class _SystemState:
     generation: int = 0
     build_error: str | None = None
     images: dict[str, str] | None = None
+    sampled: frozenset[str] = frozenset()
+    """The ids of the speed sample's questions (searched alone)."""
 
 
 class Runner:
@@ -358,6 +369,14 @@ class Runner:
         self.group_concurrency = max(1, group_concurrency)
         """Haystack groups run at once, each on its own instance (an execution setting: not
         part of the spec, and results do not depend on it)."""
+        sample = spec.speed.sample if spec.speed is not None else None
+        self.sample_size = sample or 0
+        """``spec.speed.sample``: how many questions of each dataset are searched alone."""
+        self.gates: dict[str, Gate] = {}
+        """Each system's :class:`Gate`, when the run has a speed sample."""
+        self.samples: dict[str, frozenset[str]] = {}
+        """Each dataset's speed sample (question ids); their observations carry
+        ``speed_sample: true``, failed ones included."""
         self.limiters: dict[str, Limiter | None] = {}
         """Each system's :class:`Limiter`, from the first instance built (None: no limits)."""
         self._limiters_lock = threading.Lock()
@@ -501,6 +520,12 @@ class Runner:
             return
         work = [(g, qs) for g, qs in todo_groups if qs]
         state = _SystemState(ds, system_name, ingested)
+        if self.sample_size:
+            ids = [q.id for q in ds.questions]
+            state.sampled = self.samples.setdefault(
+                ds.key, speed_sample(ids, self.spec.seed, ds.key, self.sample_size)
+            )
+            self.gates.setdefault(system_name, Gate())
         lanes = max(1, min(self.group_concurrency, len(work)))
         if lanes == 1:
             self._lane(state, iter(work), buffered=False)
@@ -563,7 +588,11 @@ class Runner:
                     out.flush()
                     continue
                 if pool is None:
-                    pool = CallPool(self.spec.concurrency, self.limiters.get(system_name))
+                    pool = CallPool(
+                        self.spec.concurrency,
+                        self.limiters.get(system_name),
+                        self.gates.get(system_name),
+                    )
                 caps = inst.system.capabilities
                 images = self._images(state, ds, caps.accepts_images and image_mode == "native")
                 sessions = private_copy(
@@ -579,7 +608,7 @@ class Runner:
                     inst, ds, group.group_id, sessions, pool, out, state.ingested
                 )
                 if result.searchable:
-                    self._search_all(inst, ds, qs, turns, pool, out)
+                    self._search_all(inst, ds, qs, turns, pool, out, state.sampled)
                 elif inst.quarantined:
                     self._fail_all(ds, system_name, qs, f"{QUARANTINED} ({result.reason})", out)
                 else:
@@ -739,43 +768,61 @@ class Runner:
         turns: Mapping[str, str],
         pool: CallPool,
         obs_log: _GroupRecords,
+        sampled: frozenset[str] = frozenset(),
     ) -> None:
-        """One search per question, up to ``4 * concurrency`` submitted ahead. Each result is
-        validated and copied inside the worker the moment the call returns. After a timeout the
-        instance is quarantined: calls not yet started are cancelled, and every later question
-        of the group is an error (reason ``instance quarantined after a timeout``)."""
+        """One search per question, up to ``4 * concurrency`` submitted ahead; then the speed
+        sample's questions (``sampled``) one at a time, each alone (``speed_sample: true``).
+        Each result is validated and copied inside the worker the moment the call returns.
+        After a timeout the instance is quarantined: calls not yet started are cancelled, and
+        every later question of the group is an error (``instance quarantined after a
+        timeout``)."""
+        if callable(getattr(inst.system, "warm_up", None)) and not inst.quarantined:
+            self._warm_up(inst, pool)
+        window = max(1, self.spec.concurrency) * 4
+        together = [q for q in qs if q.id not in sampled]
+        for start in range(0, len(together), window):
+            self._search_batch(inst, ds, together[start : start + window], turns, pool, obs_log)
+        for q in qs:
+            if q.id in sampled:
+                self._search_batch(inst, ds, [q], turns, pool, obs_log, Gate.ALONE)
+
+    def _search_batch(
+        self,
+        inst: _Instance,
+        ds: LoadedDataset,
+        batch: Sequence[Question],
+        turns: Mapping[str, str],
+        pool: CallPool,
+        obs_log: _GroupRecords,
+        gate_mode: str = Gate.SHARED,
+    ) -> None:
         system = inst.system
         k = self.spec.k_max
 
         def post(result: Any) -> tuple[Memory, ...]:
             return normalise_memories(result, turns)
 
-        window = max(1, self.spec.concurrency) * 4
-        if callable(getattr(system, "warm_up", None)) and not inst.quarantined:
-            self._warm_up(inst, pool)
-        for start in range(0, len(qs), window):
-            batch = qs[start : start + window]
+        if inst.quarantined:
+            self._fail_all(ds, inst.name, batch, QUARANTINED, obs_log)
+            return
+        tries = [_Tries(system, lambda q=q: system.search(q.text, k)) for q in batch]
+        calls = [pool.submit(t, post, gate_mode) for t in tries]
+        for i, (q, call) in enumerate(zip(batch, calls, strict=True)):
             if inst.quarantined:
-                self._fail_all(ds, inst.name, batch, QUARANTINED, obs_log)
-                continue
-            tries = [_Tries(system, lambda q=q: system.search(q.text, k)) for q in batch]
-            calls = [pool.submit(t, post) for t in tries]
-            for i, (q, call) in enumerate(zip(batch, calls, strict=True)):
-                if inst.quarantined:
-                    obs_log.append(self._failed(ds, inst.name, q, QUARANTINED))
-                else:
-                    outcome = pool.wait(call, self.spec.timeout_s, abandon=False)
-                    if outcome.timed_out:
-                        for later in calls[i + 1 :]:  # before a replacement worker can start them
-                            pool.abandon(later)
-                        pool.abandon(call)
-                        self._quarantine(inst, pool)
-                    attempts = () if outcome.timed_out else tries[i].attempts
-                    obs = self._observation(ds, inst, q, turns, outcome, attempts)
-                    if not outcome.timed_out:
-                        obs = self._speed_fields(ds, obs, tries[i])
-                    obs_log.append(obs)
-                self.progress.advance(1)
+                obs = self._failed(ds, inst.name, q, QUARANTINED)
+            else:
+                outcome = pool.wait(call, self.spec.timeout_s, abandon=False)
+                if outcome.timed_out:
+                    for later in calls[i + 1 :]:  # before a replacement worker can start them
+                        pool.abandon(later)
+                    pool.abandon(call)
+                    self._quarantine(inst, pool)
+                attempts = () if outcome.timed_out else tries[i].attempts
+                obs = self._observation(ds, inst, q, turns, outcome, attempts)
+                if not outcome.timed_out:
+                    obs = self._speed_fields(ds, obs, tries[i])
+            obs_log.append(obs)
+            self.progress.advance(1)
 
     def _warm_up(self, inst: _Instance, pool: CallPool) -> None:
         """``warm_up()`` once on each of the pool's workers (a barrier holds every worker on
@@ -795,7 +842,7 @@ class Runner:
                     barrier.wait(timeout=self.spec.timeout_s)
             system.warm_up()  # type: ignore[attr-defined]
 
-        calls = [pool.submit(one) for _ in range(workers)]
+        calls = [pool.submit(one, gate_mode=Gate.EARLY) for _ in range(workers)]
         for call in calls:
             if inst.quarantined:
                 pool.abandon(call)
@@ -894,4 +941,5 @@ class Runner:
             query_sha256=sha256_text(q.text),
             flags=flags,
             retries=retries,
+            speed_sample=True if q.id in self.samples.get(ds.key, ()) else None,
         )

@@ -21,6 +21,12 @@ before any measurement, from the system's declarations and the network files
 (:func:`question_speed`). A failed search has no latency and no speed and is counted apart
 (rule ``failed``). Accuracy is unaffected by any of these.
 
+**Speed sample** (``run --speed-sample N``): a run that searches in parallel (``--concurrency``
+or ``--group-concurrency`` above 1) can have a seeded sample of N questions per dataset
+(:func:`speed_sample`) searched alone, one at a time; their observations carry ``speed_sample:
+true``, and only they are scored for speed (the others are null with the rule
+:data:`NOT_SAMPLED`, counted apart like the codes).
+
 **Per system** the scores are averaged, never summed (:func:`summarise`); a combined figure
 (accuracy plus ``weight`` times the average speed, Glasshouse's ``acc + speed_weight *
 sp_avg``) exists only when a weight is given (:func:`combined`).
@@ -31,6 +37,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import math
+import random
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,6 +82,8 @@ QUEUED_FLAG = "queued"
 """The observation flag rule that marks N8 (``queued: saw HTTP 429``)."""
 FAILED = "failed"
 """The rule of a failed search: no latency, no speed, counted apart."""
+NOT_SAMPLED = "not sampled"
+"""The rule of a search outside the run's speed sample (``run --speed-sample``)."""
 
 
 class SpeedInputError(UserError):
@@ -91,6 +100,8 @@ class SpeedSettings:
     target_override_ms: float | None = None
     weight: float | None = None
     before: tuple[str, ...] = ()
+    sampled: bool = False
+    """The run had a speed sample: only observations marked ``speed_sample`` are scored."""
 
     @property
     def target_ms(self) -> float:
@@ -405,9 +416,31 @@ SPEED = "speed_points"
 SPEED_DENOMINATOR = "searches scored for speed"
 
 
-def observation_speed(obs: Observation, target_ms: float, before: Sequence[str]) -> QuestionSpeed:
+def speed_sample(question_ids: Sequence[str], seed: int, dataset: str, n: int) -> frozenset[str]:
+    """The speed sample of a dataset: ``n`` of its question ids (all when it has fewer), drawn
+    with a generator seeded by the run's seed and the dataset's key, so every system of a run,
+    and every run with the same seed, times the same questions."""
+    if n < 1:
+        raise SpeedInputError(f"--speed-sample must be at least 1, got {n}")
+    ids = list(dict.fromkeys(question_ids))
+    rng = random.Random(f"recallbench speed sample|{seed}|{dataset}")
+    return frozenset(rng.sample(ids, min(n, len(ids))))
+
+
+def observation_speed(
+    obs: Observation, target_ms: float, before: Sequence[str], sampled: bool = False
+) -> QuestionSpeed:
     """:func:`question_speed` of one observation: ``network_ms`` is the subtracted round trip,
-    an ``error`` outcome a failed search, its flags carry N8 (``queued: ...``)."""
+    an ``error`` outcome a failed search, its flags carry N8 (``queued: ...``). With
+    ``sampled`` (the run had a speed sample) an observation outside it is null
+    (:data:`NOT_SAMPLED`)."""
+    if sampled and not before and not obs.speed_sample:
+        return QuestionSpeed(
+            None,
+            None,
+            f"{NOT_SAMPLED}: searched with other calls; the run's speed sample (--speed-sample) "
+            "times its questions alone",
+        )
     return question_speed(
         obs.latency_ms,
         obs.network_ms,
@@ -436,7 +469,7 @@ def speed_rows(
         cfg = settings[system]
         target = cfg.target_ms
         mine = [o for o in observations if o.system == system and o.dataset == dataset.key]
-        speeds = [observation_speed(o, target, cfg.before) for o in mine]
+        speeds = [observation_speed(o, target, cfg.before, cfg.sampled) for o in mine]
         summary = summarise(speeds, target)
         excluded = {**summary.not_measurable}
         if summary.failed:

@@ -93,3 +93,43 @@ def test_run_fixes_n2_from_network_files_of_two_locations(tmp_path: Path) -> Non
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     (speed,) = [r for r in rows if r["metric"] == "speed_points" and r["slice"] == "all"]
     assert speed["value"] is None and speed["null_reason"].startswith("N2")
+
+
+def test_a_parallel_run_scores_speed_on_its_sample(tmp_path: Path) -> None:
+    """--group-concurrency and --concurrency with --speed-sample 5: the 5 sampled searches ran
+    alone (no overlap flag) and are the speed row's denominator; the rest are left out as
+    "not sampled"; accuracy is the in-process BM25's."""
+    with ReferenceServer(delay_ms=2) as server:
+        config = write_config(server, tmp_path)
+        result = CliRunner().invoke(
+            app,
+            ["run", "-q", "--systems", "bm25,http", "--no-baselines", "--config", str(config),
+             "--concurrency", "4", "--speed-sample", "5", "--out", str(tmp_path / "out")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    run_dir = next((tmp_path / "out").iterdir())
+    obs = [json.loads(x) for x in (run_dir / "observations.jsonl").read_text().splitlines()]
+    http = [o for o in obs if o["system"] == "http"]
+    sampled = [o for o in http if o.get("speed_sample")]
+    assert len(sampled) == 5
+    assert not any(f.startswith("queued: ") for o in sampled for f in o.get("flags", ()))
+    assert any(f.startswith("queued: overlapped") for o in http for f in o.get("flags", ()))
+    rows = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    speed = {r["system"]: r for r in rows if r["metric"] == "speed_points"}
+    assert speed["http"]["denominator"] == 5 and speed["http"]["n_excluded"] == 45
+    assert speed["http"]["exclusion_rule"] == "not sampled 45"
+    assert speed["bm25"]["null_reason"].startswith("N7")  # a code fixed before measuring wins
+    summary = (run_dir / "summary.md").read_text()
+    assert "Speed sample: 5 seeded questions per dataset" in summary
+    verdicts = [json.loads(x) for x in (run_dir / "verdicts.jsonl").read_text().splitlines()]
+    by = {s: {v["question_id"]: v["metrics"] for v in verdicts if v["system"] == s}
+          for s in ("bm25", "http")}  # fmt: skip
+    assert by["bm25"] == by["http"]
+
+
+def test_a_speed_sample_below_one_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app, ["run", "-q", "--systems", "bm25", "--speed-sample", "0",
+              "--out", str(tmp_path / "out")],
+    )  # fmt: skip
+    assert result.exit_code != 0 and "--speed-sample must be at least 1" in result.output
