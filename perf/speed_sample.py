@@ -82,7 +82,7 @@ def main() -> None:
 
         s_time, s_obs, s_speed, s_dir = _run(tmp, "serial", spec(1, None), 1)
         p_time, p_obs, p_speed, p_dir = _run(tmp, "parallel", spec(4, args.sample), 8)
-    testing.compare_runs(s_dir, p_dir)
+        testing.compare_runs(s_dir, p_dir)
     lat = [o["latency_ms"] for o in s_obs if o["latency_ms"] is not None]
     sampled = [o["latency_ms"] for o in p_obs if o.get("speed_sample")]
     others = [o for o in p_obs if not o.get("speed_sample")]

@@ -618,16 +618,28 @@ class Runner:
                 out.flush()  # a group's records survive a machine crash once it is done
         finally:
             if inst is not None and not inst.quarantined:
-                try:
-                    close_system(inst.system)
-                except Exception as exc:  # noqa: BLE001 - every observation is already written
-                    warnings.warn(
-                        f"{system_name}: close() raised {type(exc).__name__}: {exc}",
-                        RuntimeWarning,
-                        stacklevel=2,
-                    )
+                self._close(inst, pool)
             if pool is not None:
                 pool.close()
+
+    def _close(self, inst: _Instance, pool: CallPool | None) -> None:
+        """``close()`` a lane's instance once its work is done: through its call pool when it
+        has one (so the limits and the speed sample's gate hold for it too: an ``http`` close
+        sends a request), with the per-call timeout; a failure only warns."""
+        system_name = inst.name
+        if pool is None:
+            try:
+                close_system(inst.system)
+            except Exception as exc:  # noqa: BLE001 - every observation is already written
+                reason = f"{type(exc).__name__}: {exc}"
+            else:
+                return
+        else:
+            out = pool.run(lambda: close_system(inst.system), self.spec.timeout_s)
+            if out.ok:
+                return
+            reason = out.reason or "failed"
+        warnings.warn(f"{system_name}: close() raised {reason}", RuntimeWarning, stacklevel=3)
 
     def _lane_instance(self, state: _SystemState) -> _Instance | None:
         """A new instance for a lane, or None once building one has failed (the reason is in

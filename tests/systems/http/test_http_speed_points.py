@@ -9,6 +9,7 @@ from pathlib import Path
 from http_support import write_config
 from typer.testing import CliRunner
 
+from recallbench import testing
 from recallbench.cli import app
 from recallbench.systems.http.reference import ReferenceServer
 
@@ -133,3 +134,23 @@ def test_a_speed_sample_below_one_is_refused(tmp_path: Path) -> None:
               "--out", str(tmp_path / "out")],
     )  # fmt: skip
     assert result.exit_code != 0 and "--speed-sample must be at least 1" in result.output
+
+
+def test_sampled_searches_overlap_nothing_across_lanes(tmp_path: Path) -> None:
+    """Lanes of --group-concurrency: no request of another lane (its adds, searches, warm-ups
+    or the close of its instance, which sends a reset) overlaps a sampled search."""
+    data = testing.longmemeval_shaped(tmp_path / "lme.json", haystacks=12)
+    with ReferenceServer(delay_ms=3) as server:
+        config = write_config(server, tmp_path)
+        result = CliRunner().invoke(
+            app,
+            ["run", "-q", "--systems", "http", "--no-baselines", "--config", str(config),
+             "--datasets", f"longmemeval@{data}", "--group-concurrency", "4",
+             "--concurrency", "2", "--speed-sample", "6", "--out", str(tmp_path / "out")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+    run_dir = next((tmp_path / "out").iterdir())
+    obs = [json.loads(x) for x in (run_dir / "observations.jsonl").read_text().splitlines()]
+    sampled = [o for o in obs if o.get("speed_sample")]
+    assert len(sampled) == 6 and all(o["outcome"] == "usable" for o in sampled)
+    assert not any(f.startswith("queued: ") for o in sampled for f in o.get("flags", ()))
