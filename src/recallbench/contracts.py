@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = "3"
+FORMAT_VERSION = "4"
 """Version of the results folder format; ``run.json`` records it and readers check it."""
 
 ALL = "all"
@@ -348,6 +348,14 @@ class MetricRow:
     non_standard: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """Why the row is not the benchmark's standard score (``not a Glasshouse v0.1 score:
     reader X``); left out when it is."""
+    ci_unit: str | None = field(default=None, metadata={OMIT_EMPTY: True})
+    """What the bootstrap behind ``ci_low``/``ci_high`` resampled: ``groups`` (haystack groups,
+    a dataset of at least 20) or ``questions by slice`` (questions, stratified by slice);
+    left out of the JSON when the row has no interval (:mod:`recallbench.score.stats`)."""
+    ci_iterations: int | None = field(default=None, metadata={OMIT_EMPTY: True})
+    """Bootstrap draws of the interval; left out when there is none."""
+    ci_seed: int | None = field(default=None, metadata={OMIT_EMPTY: True})
+    """Seed of the interval's draws; left out when there is none."""
 
 
 @dataclass(frozen=True, slots=True)

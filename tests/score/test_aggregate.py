@@ -187,3 +187,45 @@ def test_results_folder_has_every_file(run: tuple[Path, Path]) -> None:
     observations = _jsonl(run_dir / "observations.jsonl")
     assert len(observations) == 3 * 50
     assert len({(o["system"], o["question_id"]) for o in observations}) == 3 * 50
+
+
+def test_every_interval_names_its_draws_and_is_recomputable(run: tuple[Path, Path]) -> None:
+    from recallbench.score.stats import UNIT_SLICES, bootstrap_interval
+
+    run_dir, _ = run
+    verdicts = _jsonl(run_dir / "verdicts.jsonl")
+    rows = _jsonl(run_dir / "metrics.jsonl")
+    with_ci = [r for r in rows if r.get("ci_low") is not None]
+    assert with_ci
+    for r in rows:
+        named = {"ci_unit", "ci_iterations", "ci_seed"} & set(r)
+        want = set() if r.get("ci_low") is None else {"ci_unit", "ci_iterations", "ci_seed"}
+        assert named == want, r  # named on every row with an interval, absent otherwise
+    for r in with_ci:
+        # the sample is one global haystack: questions stratified by slice
+        assert (r["ci_unit"], r["ci_iterations"]) == (UNIT_SLICES, 1000), r
+        key = r["metric"] if r["k"] is None else f"{r['metric']}@{r['k']}"
+        mine = [
+            v for v in verdicts
+            if v["system"] == r["system"] and r["slice"] in ("all", v["slice"])
+            and v["metrics"].get(key) is not None
+        ]  # fmt: skip
+        ci = bootstrap_interval(
+            [float(v["metrics"][key]) for v in mine], ["all"] * len(mine),
+            [v["slice"] for v in mine], seed=r["ci_seed"],
+        )  # fmt: skip
+        assert ci is not None and (ci.low, ci.high) == (r["ci_low"], r["ci_high"]), r
+
+
+def test_a_dataset_of_twenty_groups_or_more_is_resampled_by_group() -> None:
+    from types import SimpleNamespace
+
+    from recallbench.score.aggregate import Resampling
+    from recallbench.score.stats import UNIT_GROUPS, UNIT_SLICES
+
+    def dataset(groups: int) -> Any:
+        qs = [SimpleNamespace(id=f"q{i}", group=f"g{i % groups}") for i in range(60)]
+        return SimpleNamespace(questions=qs)
+
+    assert Resampling.of(dataset(20)).unit == UNIT_GROUPS
+    assert Resampling.of(dataset(10)).unit == UNIT_SLICES  # LoCoMo has 10 conversations

@@ -38,7 +38,19 @@ def _from_2(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"1": _from_1, "2": _from_2}
+def _from_3(d: dict[str, Any]) -> dict[str, Any]:
+    """Format 4 added ``ci_unit``, ``ci_iterations`` and ``ci_seed`` to every metric row with
+    an interval (the interval now resamples haystack groups when a dataset has at least 20,
+    questions stratified by slice otherwise; rows of format 3 read them as null, and
+    re-scoring writes them): a format-3 manifest needs no change."""
+    return d
+
+
+UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "1": _from_1,
+    "2": _from_2,
+    "3": _from_3,
+}
 """``{version: function}``: turns a manifest of ``version`` into one of the next version."""
 
 

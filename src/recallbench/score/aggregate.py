@@ -3,7 +3,9 @@
 Every row is recomputable from ``verdicts.jsonl`` (and ``observations.jsonl`` / ``ingest.jsonl``
 for timing rows): a mean over the per-question values that are not null; nulls are excluded,
 counted in ``n_excluded`` and named by their rule. Confidence intervals are a seeded percentile
-bootstrap (1,000 resamples, 95%), so the same verdicts always give the same bytes.
+bootstrap (1,000 draws, 95%) that resamples haystack groups when the dataset has at least 20, and
+questions stratified by slice otherwise (:mod:`recallbench.score.stats`); every row with an
+interval names its unit, draws and seed, and the same verdicts always give the same bytes.
 """
 
 from __future__ import annotations
@@ -14,29 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from recallbench.contracts import ALL, IngestRecord, MetricRow, Observation, Verdict, sha256_text
+from recallbench.contracts import ALL, IngestRecord, MetricRow, Observation, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.score.metrics import MetricKey
+from recallbench.score.stats import Interval, bootstrap_interval, resampling_unit, seed_of
 
-BOOTSTRAP_RESAMPLES = 1000
 DENOM_WITH_FAILURES = "questions_scored (failed searches count as misses)"
 DENOM_ALL = "questions_asked"
 DENOM_USABLE = "usable_searches (failed searches excluded)"
 NOT_ASKED = "not_asked"
 """The exclusion rule of a question an incomplete run never asked (scored with --incomplete)."""
 INCOMPLETE_NOTE = " [incomplete run]"
-
-
-def bootstrap_ci(values: Sequence[float], label: str) -> tuple[float | None, float | None]:
-    if len(values) < 2:
-        return None, None
-    seed = int(sha256_text(label)[:8], 16)
-    rng = np.random.default_rng(seed)
-    arr = np.asarray(values, dtype=float)
-    idx = rng.integers(0, len(arr), size=(BOOTSTRAP_RESAMPLES, len(arr)))
-    means = arr[idx].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return round(float(lo), 6), round(float(hi), 6)
 
 
 def _rule_summary(reasons: Iterable[str]) -> str | None:
@@ -56,6 +46,29 @@ class _Base:
     system: str
 
 
+@dataclass(frozen=True, slots=True)
+class Resampling:
+    """How one dataset's intervals are drawn: each question's haystack group, and the unit
+    (:func:`recallbench.score.stats.resampling_unit` of the dataset's groups), the same for
+    every row of the dataset."""
+
+    group_of: Mapping[str, str]
+    unit: str
+
+    @classmethod
+    def of(cls, dataset: LoadedDataset) -> Resampling:
+        group_of = {q.id: q.group for q in dataset.questions}
+        return cls(group_of, resampling_unit(list(group_of.values())))
+
+    def interval(
+        self, verdicts: Sequence[Verdict], values: Sequence[float], label: str
+    ) -> Interval | None:
+        """The interval of the mean of ``values`` (one per verdict), seeded by ``label``."""
+        groups = [self.group_of.get(v.question_id, v.question_id) for v in verdicts]
+        slices = [v.slice for v in verdicts]
+        return bootstrap_interval(values, groups, slices, seed=seed_of(label), unit=self.unit)
+
+
 def _row(
     base: _Base,
     slice_: str,
@@ -67,7 +80,7 @@ def _row(
     n_excluded: int = 0,
     exclusion_rule: str | None = None,
     null_reason: str | None = None,
-    ci: tuple[float | None, float | None] = (None, None),
+    ci: Interval | None = None,
 ) -> MetricRow:
     return MetricRow(
         run_id=base.run_id,
@@ -84,8 +97,11 @@ def _row(
         n_excluded=n_excluded,
         exclusion_rule=exclusion_rule,
         null_reason=null_reason,
-        ci_low=ci[0],
-        ci_high=ci[1],
+        ci_low=None if ci is None else ci.low,
+        ci_high=None if ci is None else ci.high,
+        ci_unit=None if ci is None else ci.unit,
+        ci_iterations=None if ci is None else ci.iterations,
+        ci_seed=None if ci is None else ci.seed,
     )
 
 
@@ -95,7 +111,7 @@ def _mean_rows(
     verdicts: Sequence[Verdict],
     weights: dict[str, float],
     weighted: set[str],
-    intervals: bool = True,
+    resampling: Resampling | None,
 ) -> list[MetricRow]:
     rows: list[MetricRow] = []
     keys = sorted({k for v in verdicts for k in v.metrics})
@@ -135,7 +151,7 @@ def _mean_rows(
                 len(values),
                 len(nulls),
                 rule,
-                ci=bootstrap_ci(values, label) if intervals else (None, None),
+                ci=resampling.interval(scored, values, label) if resampling else None,
             )
         )
         if metric in weighted:
@@ -400,18 +416,19 @@ def aggregate(
     weighted = set(weighted_metrics)
     slice_order = list(dict.fromkeys(q.axis or ALL for q in dataset.questions))
     slice_of = {q.id: q.axis or ALL for q in dataset.questions}
+    resampling = Resampling.of(dataset) if intervals else None
     rows: list[MetricRow] = []
     for system in systems:
         base = _Base(run_id, dataset.key, dataset.version_label, dataset.checksum, system)
         mine = [v for v in verdicts if v.system == system and v.dataset == dataset.key]
         unasked = missing_of.get(system, {})
-        mine_rows = _mean_rows(base, ALL, mine, weights, weighted, intervals)
+        mine_rows = _mean_rows(base, ALL, mine, weights, weighted, resampling)
         for slice_ in slice_order:
             if slice_ == ALL:
                 continue
             part = [v for v in mine if v.slice == slice_]
             if part or unasked.get(slice_):
-                mine_rows.extend(_mean_rows(base, slice_, part, weights, weighted, intervals))
+                mine_rows.extend(_mean_rows(base, slice_, part, weights, weighted, resampling))
         obs = [o for o in observations if o.system == system and o.dataset == dataset.key]
         ing = [i for i in ingests if i.system == system and i.dataset == dataset.key]
         if timing:
