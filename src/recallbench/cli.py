@@ -1339,6 +1339,186 @@ def serve_memory(
         server.stop()
 
 
+OUTPUT_FORMATS = ("table", "markdown", "json")
+OutputFormatOpt = Annotated[
+    str, typer.Option("--format", help="Output: table (the console), markdown or json.")
+]
+AlphaOpt = Annotated[
+    float, typer.Option(help="Significance level of a gap, after Holm's correction.")
+]
+
+
+def check_output_format(format_name: str) -> None:
+    if format_name not in OUTPUT_FORMATS:
+        raise fail(f"--format must be one of {', '.join(OUTPUT_FORMATS)}, got {format_name!r}")
+
+
+def show_tables(tables: Sequence[Table], format_name: str) -> None:
+    """``tables`` on the console, or as Markdown (``--format markdown``)."""
+    from recallbench.report.summary import _markdown_table
+
+    for t in tables:
+        if format_name == "markdown":
+            console.print(_markdown_table(t), highlight=False, markup=False, soft_wrap=True)
+        else:
+            print_table(t)
+
+
+def say(line: str) -> None:
+    console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+
+def split_names(text: str | None) -> list[str] | None:
+    return [s.strip() for s in text.split(",") if s.strip()] if text else None
+
+
+@app.command("compare")
+def compare_cmd(
+    targets: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Scored results folders (runs, or the FILE.scored folders of `recallbench "
+            "score FILE`), or scored predictions files; one run with several systems is enough."
+        ),
+    ],
+    metric: Annotated[
+        list[str] | None,
+        typer.Option("--metric", help="Metric key to compare (repeatable; default: the "
+                     "benchmark's headline figure), e.g. evidence_hit@10 or f1."),
+    ] = None,
+    systems: Annotated[
+        str | None, typer.Option(help="Only these systems of each folder, joined by commas.")
+    ] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option(help="The dataset to compare (of a run of several), or that a predictions "
+                     "folder was scored against (default: the key its verdicts record)."),
+    ] = None,
+    alpha: AlphaOpt = 0.05,
+    format_name: OutputFormatOpt = "table",
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Several systems side by side on the same questions, per slice, with 95% bootstrap
+    intervals; each later system is compared with the first (paired), the p-values of a table
+    are Holm-corrected, and gaps that are not significant are marked n.s."""
+    from recallbench.pipeline import headline_of, read_sides
+    from recallbench.report.compare import (
+        compare,
+        comparison_dict,
+        comparison_table,
+        default_metric,
+    )
+
+    check_output_format(format_name)
+    data = resolve_data_dir(data_dir)
+    try:
+        sides = [
+            s for t in targets
+            for s in read_sides(t, data, dataset=dataset, systems=split_names(systems))
+        ]  # fmt: skip
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    by_dataset: dict[str, list[Any]] = {}
+    for s in sides:
+        by_dataset.setdefault(s.dataset.key, []).append(s)
+    comparisons = []
+    try:
+        for key, group in by_dataset.items():
+            if len(group) < 2:
+                err.print(f"{key}: only {group[0].name} has verdicts on it: nothing to compare",
+                          highlight=False, markup=False)  # fmt: skip
+                continue
+            for m in metric or [default_metric(group, headline_of(group[0].dataset))]:
+                comparisons.append(compare(group, m, alpha))
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    if not comparisons:
+        raise fail("nothing to compare: give at least two systems on one dataset")
+    if format_name == "json":
+        say(json.dumps([comparison_dict(c) for c in comparisons], indent=2, ensure_ascii=False))
+        return
+    show_tables([comparison_table(c) for c in comparisons], format_name)
+
+
+@app.command("diff")
+def diff_cmd(
+    a: Annotated[Path, typer.Argument(help="The first scored results folder (or predictions "
+                                          "file): A, the reference.")],
+    b: Annotated[Path, typer.Argument(help="The second: B, compared with A.")],
+    system: Annotated[
+        str | None,
+        typer.Option(help="The system to diff (both folders), or A's,B's names joined by a "
+                     "comma; default: the one system both hold."),
+    ] = None,
+    dataset: Annotated[
+        str | None, typer.Option(help="The dataset to diff (of runs of several).")
+    ] = None,
+    max_questions: Annotated[
+        int, typer.Option(help="Changed questions a table shows (json holds all).")
+    ] = 50,
+    alpha: AlphaOpt = 0.05,
+    format_name: OutputFormatOpt = "table",
+    data_dir: DataDirOpt = None,
+) -> None:
+    """What changed from A to B: a loud note when the instrument changed (dataset version or
+    checksum, options, k, chunking, mode, reader, judge, prompts, rules, subset: then a
+    difference is not the system's), the metric deltas with paired intervals, and the
+    questions whose verdict changed, with what each side returned."""
+    from recallbench.pipeline import read_sides
+    from recallbench.report.diff import (
+        delta_table,
+        diff,
+        diff_dict,
+        instrument_lines,
+        question_table,
+    )
+
+    check_output_format(format_name)
+    data = resolve_data_dir(data_dir)
+    names = split_names(system) or []
+    if len(names) > 2:
+        raise fail(f"--system takes one name, or two joined by a comma, got {system!r}")
+    try:
+        sa = read_sides(a, data, dataset=dataset, systems=names[:1] or None)
+        sb = read_sides(b, data, dataset=dataset, systems=names[-1:] or None)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    keys = [k for k in dict.fromkeys(s.dataset.key for s in sa)
+            if k in {s.dataset.key for s in sb}]  # fmt: skip
+    if not keys:
+        raise fail(f"{a} and {b} share no dataset: nothing to diff")
+    if len(keys) > 1:
+        raise fail(f"{a} and {b} share datasets {', '.join(keys)}: choose one with --dataset")
+    sa = [s for s in sa if s.dataset.key == keys[0]]
+    sb = [s for s in sb if s.dataset.key == keys[0]]
+    if not names:
+        common = [s.system for s in sa if s.system in {x.system for x in sb}]
+        if len(common) == 1:
+            sa = [s for s in sa if s.system == common[0]]
+            sb = [s for s in sb if s.system == common[0]]
+    if len(sa) != 1 or len(sb) != 1:
+        raise fail(
+            f"choose the system with --system NAME (or A,B): A holds "
+            f"{', '.join(s.system for s in sa)}, B holds {', '.join(s.system for s in sb)}"
+        )
+    try:
+        d = diff(sa[0], sb[0], alpha)
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    lines = instrument_lines(d)
+    if format_name == "json":
+        if d.instrument:
+            err.print(lines[0], highlight=False, markup=False, soft_wrap=True)
+        say(json.dumps(diff_dict(d), indent=2, ensure_ascii=False))
+        return
+    for i, line in enumerate(lines):
+        if d.instrument and i == 0:
+            console.print(f"[bold red]{escape(line)}[/]", highlight=False, soft_wrap=True)
+        else:
+            say(line)
+    show_tables([delta_table(d), question_table(d, max_questions)], format_name)
+
+
 def main() -> None:
     """The console entry point: a user error is one line and exit 2 (raised inside the
     commands); anything else is a bug, shown with its traceback, exit 1."""

@@ -38,6 +38,7 @@ from recallbench.contracts import (
     Observation,
     Verdict,
     ingest_from_dict,
+    verdict_from_dict,
 )
 from recallbench.controls import run_floors
 from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
@@ -50,6 +51,7 @@ from recallbench.errors import (
     RunLockedError,
     SystemConfigError,
 )
+from recallbench.report.compare import NOT_RECORDED, Side
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.predictions import predictions_tables, render_predictions_summary
 from recallbench.report.summary import render_summary
@@ -69,6 +71,7 @@ from recallbench.results.scored import ScoredRun
 from recallbench.run.answering import read_answers, read_judgements
 from recallbench.run.runner import Progress, Runner, image_paths
 from recallbench.score.aggregate import NOT_ASKED, aggregate, answering_rows, mark_incomplete
+from recallbench.score.metrics import MetricKey
 from recallbench.score.predictions import (
     PREDICTIONS_SYSTEM,
     PredictionsScore,
@@ -977,3 +980,112 @@ def score_file(
     if out is not None:
         store.write_jsonl(out, per_question_lines(result, ds, bench.rules))
     return ScoredFile(result, scored, ds, shown, folder, shown_mode)
+
+
+# ------------------------------------------------------------------ compare and diff
+
+
+def _scored_folder(target: Path) -> Path:
+    """The results folder behind ``target``: the folder itself, or for a predictions file the
+    ``FILE.scored/`` folder ``recallbench score FILE`` wrote beside it."""
+    if target.is_dir():
+        return target
+    if not target.exists():
+        raise RunFolderError(f"{target} does not exist: give a results folder or a scored "
+                             "predictions file")  # fmt: skip
+    folder = target.with_name(target.stem + ".scored")
+    if not (folder / store.VERDICTS).exists():
+        raise RunFolderError(
+            f"{target} is a file with no scored folder beside it ({folder}): score it first "
+            f"with `recallbench score {target} --dataset NAME`"
+        )
+    return folder
+
+
+def _read_verdicts(folder: Path) -> list[Verdict]:
+    path = folder / store.VERDICTS
+    if not path.exists():
+        raise RunFolderError(
+            f"{folder} holds no {store.VERDICTS}: score it first with `recallbench score {folder}`"
+        )
+    return [verdict_from_dict(d) for d in store.read_jsonl_tolerant(path)]
+
+
+def _predictions_dataset(
+    folder: Path, verdicts: Sequence[Verdict], data_dir: Path, ref: str | None
+) -> LoadedDataset:
+    """The dataset a scored predictions folder answers: ``ref`` (``--dataset``), else the key
+    its verdicts record; its checksum must be the one its metric rows carry."""
+    keys = sorted({v.dataset for v in verdicts})
+    if ref is None and len(keys) != 1:
+        raise RunFolderError(f"{folder}: verdicts of {len(keys)} datasets ({', '.join(keys)}); "
+                             "give --dataset")  # fmt: skip
+    ds = load_dataset(ref or keys[0], data_dir, predictions=True)
+    sums = {
+        str(d.get("dataset_sha256")) for d in store.read_jsonl_tolerant(folder / store.METRICS)
+    }
+    if sums and ds.checksum not in sums:
+        raise RunFolderError(
+            f"{folder}: scored against dataset sha256 {', '.join(sorted(sums))}, but "
+            f"{ds.version_label} is {ds.checksum} now: give the --dataset it was scored with"
+        )
+    return ds
+
+
+def read_sides(
+    target: Path,
+    data_dir: Path,
+    *,
+    dataset: str | None = None,
+    systems: Sequence[str] | None = None,
+) -> list[Side]:
+    """Each system of each dataset of one scored results folder (a run, or the folder of a
+    scored predictions file, which may be named by the file) as ``compare`` and ``diff`` read
+    it: its stored verdicts (never re-scored here), memories and answers. ``systems`` keeps
+    those systems, in that order (an unknown one is refused); ``dataset`` names the dataset of
+    a predictions folder (default: the key its verdicts record) or picks one of a run."""
+    folder = _scored_folder(target)
+    verdicts = _read_verdicts(folder)
+    if (folder / store.RUN_JSON).exists():
+        manifest: RunManifest | None = read_manifest(folder)
+        assert manifest is not None
+        loaded = load_run_datasets(manifest, data_dir)
+        observations = store.read_observations(folder)
+        answers_of = {(a.system, a.question_id): a.answer for a in read_answers(folder)
+                      if a.answer is not None}  # fmt: skip
+        run_id, run_date = manifest.run_id, manifest.started_at
+    else:
+        manifest, observations, answers_of = None, [], {}
+        loaded = [_predictions_dataset(folder, verdicts, data_dir, dataset)]
+        run_id, run_date = (verdicts[0].run_id if verdicts else folder.name), NOT_RECORDED
+    if dataset is not None and manifest is not None:
+        loaded = [ds for ds in loaded if dataset in (ds.key, ds.name)]
+        if not loaded:
+            raise OptionError(f"{folder}: no dataset {dataset!r} in this run")
+    present = list(dict.fromkeys(v.system for v in verdicts))
+    chosen = list(systems) if systems else present
+    unknown = [s for s in chosen if s not in present]
+    if unknown:
+        raise OptionError(f"{folder}: no system {', '.join(unknown)} (it holds "
+                          f"{', '.join(present) or 'none'})")  # fmt: skip
+    sides = []
+    for ds in loaded:
+        for system in chosen:
+            mine = tuple(v for v in verdicts if v.system == system and v.dataset == ds.key)
+            if not mine:
+                continue
+            obs = {o.question_id: o for o in observations
+                   if o.system == system and o.dataset == ds.key
+                   and getattr(o, "repeat", 0) == 0}  # fmt: skip
+            answered = {o.question_id: o.answer for o in obs.values() if o.answer is not None}
+            answered.update({q: a for (s, q), a in answers_of.items() if s == system})
+            sides.append(Side(folder, run_id, system, ds, mine, manifest, obs, run_date,
+                              answered))  # fmt: skip
+    if not sides:
+        raise RunFolderError(f"{folder}: no verdict of the systems and datasets chosen")
+    return sides
+
+
+def headline_of(ds: LoadedDataset) -> tuple[MetricKey, ...]:
+    """The figures the benchmark of ``ds`` leads with (``compare``'s default metric)."""
+    return benchmark_of(ds).headline
