@@ -1407,6 +1407,7 @@ def compare_cmd(
         comparison_dict,
         comparison_table,
         default_metric,
+        instrument_lines,
     )
 
     check_output_format(format_name)
@@ -1434,9 +1435,17 @@ def compare_cmd(
         raise fail(str(exc)) from None
     if not comparisons:
         raise fail("nothing to compare: give at least two systems on one dataset")
+    loud = [line for c in comparisons for line in instrument_lines(c)]
     if format_name == "json":
+        for line in loud:
+            err.print(line, highlight=False, markup=False, soft_wrap=True)
         say(json.dumps([comparison_dict(c) for c in comparisons], indent=2, ensure_ascii=False))
         return
+    for line in loud:
+        if line.startswith("INSTRUMENT"):
+            console.print(f"[bold red]{escape(line)}[/]", highlight=False, soft_wrap=True)
+        else:
+            say(line)
     show_tables([comparison_table(c) for c in comparisons], format_name)
 
 

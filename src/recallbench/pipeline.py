@@ -51,9 +51,9 @@ from recallbench.errors import (
     RunLockedError,
     SystemConfigError,
 )
-from recallbench.report.compare import NOT_RECORDED, Side
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.predictions import predictions_tables, render_predictions_summary
+from recallbench.report.sides import NOT_RECORDED, Side
 from recallbench.report.summary import render_summary
 from recallbench.report.summary import tables as report_tables
 from recallbench.report.tables import Table

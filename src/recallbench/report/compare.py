@@ -12,15 +12,15 @@ corrected p-value is not below ``alpha`` is marked ``n.s.``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from recallbench.contracts import ALL, Observation, Verdict
+from recallbench.contracts import ALL
 from recallbench.datasets.dataset import LoadedDataset
+from recallbench.report.instrument import LOUD, Change, instrument_changes, unrecorded
+from recallbench.report.sides import Side
 from recallbench.report.tables import Table, fmt
-from recallbench.results.manifest import RunManifest
 from recallbench.score.aggregate import Resampling
 from recallbench.score.metrics import MetricKey
 from recallbench.score.stats import PairedResult, holm, paired_difference, seed_of
@@ -29,49 +29,6 @@ ALPHA = 0.05
 """Default significance level of a gap, after Holm's correction."""
 CORRECTION = "Holm"
 NOT_SIGNIFICANT = "n.s."
-NOT_RECORDED = "not recorded"
-
-
-@dataclass(frozen=True)
-class Side:
-    """One system of one results folder on one dataset, as ``compare`` and ``diff`` read it.
-
-    ``manifest`` is None for a scored predictions file (its folder holds no ``run.json``), and
-    ``observations`` (by question id, repeat 0) empty there: its folder records no memories.
-    ``run_date`` is the run's start as ``run.json`` records it (:data:`NOT_RECORDED` for a
-    predictions file)."""
-
-    folder: Path
-    run_id: str
-    system: str
-    dataset: LoadedDataset
-    verdicts: tuple[Verdict, ...]
-    manifest: RunManifest | None = None
-    observations: Mapping[str, Observation] = field(default_factory=dict)
-    run_date: str = NOT_RECORDED
-    answers: Mapping[str, str] = field(default_factory=dict)
-    """The answer of each question (by id) the side recorded: the reader's (``answers.jsonl``),
-    else the observation's or the predictions line's own."""
-
-    @property
-    def name(self) -> str:
-        """``system (run id)``, as legends print it."""
-        return f"{self.system} ({self.run_id})"
-
-    def values(self, key: str) -> dict[str, float]:
-        """``{question id: value}`` of metric ``key`` over the questions that scored it (nulls
-        left out, as every aggregate leaves them out); with several repeats of a question, the
-        mean of its repeats."""
-        got: dict[str, list[float]] = {}
-        for v in self.verdicts:
-            value = v.metrics.get(key)
-            if value is not None:
-                got.setdefault(v.question_id, []).append(float(value))
-        return {q: sum(xs) / len(xs) for q, xs in got.items()}
-
-    def keys(self) -> list[str]:
-        """Every metric key of this side's verdicts, sorted."""
-        return sorted({k for v in self.verdicts for k in v.metrics})
 
 
 def slice_order(dataset: LoadedDataset) -> list[str]:
@@ -127,6 +84,12 @@ class Comparison:
     lines: tuple[SliceLine, ...]
     alpha: float
     unit: str
+    changes: tuple[tuple[Change, ...], ...] = ()
+    """For each side after the first, the instrument fields that differ from the first's."""
+    unchecked: tuple[str, ...] = ()
+    """Sides whose instrument could not be checked (predictions files: no ``run.json``)."""
+    null_reasons: tuple[tuple[int, str], ...] = ()
+    """``(side, reason)`` for each side whose metric is null on some question (why)."""
 
 
 def figure(side: Side, key: str, slice_: str, resampling: Resampling) -> Figure:
@@ -214,7 +177,42 @@ def compare(sides: Sequence[Side], metric: str, alpha: float = ALPHA) -> Compari
     for slice_, figs, gaps in raw:
         lines.append(SliceLine(slice_, figs, tuple(flat[i : i + len(gaps)])))
         i += len(gaps)
-    return Comparison(ds, metric, tuple(sides), tuple(lines), alpha, resampling.unit)
+    changes = tuple(tuple(instrument_changes(sides[0], s)) for s in sides[1:])
+    unchecked = tuple(dict.fromkeys(n for s in sides[1:] for n in unrecorded(sides[0], s)))
+    return Comparison(ds, metric, tuple(sides), tuple(lines), alpha, resampling.unit, changes,
+                      unchecked, tuple(null_reasons(sides, metric)))  # fmt: skip
+
+
+def null_reasons(sides: Sequence[Side], metric: str) -> list[tuple[int, str]]:
+    """Each side's null rules for ``metric`` (the part of a null reason before its colon) and
+    how many questions each left out, e.g. ``no_evidence (7)``."""
+    out = []
+    for i, s in enumerate(sides):
+        counts: dict[str, int] = {}
+        for v in s.verdicts:
+            if metric in v.metrics and v.metrics[metric] is None:
+                reason = v.null_reasons.get(metric, "unspecified").split(":", 1)[0]
+                counts[reason] = counts.get(reason, 0) + 1
+        out += [(i, f"{reason} ({n})") for reason, n in sorted(counts.items())]
+    return out
+
+
+def instrument_lines(c: Comparison) -> list[str]:
+    """The loud note for each side whose instrument differs from A's (none when all match)."""
+    names = letters(len(c.sides))
+    lines = []
+    for j, changes in enumerate(c.changes, start=1):
+        if changes:
+            lines.append(
+                f"{LOUD} ({names[j]} against {names[0]}: "
+                f"{', '.join(ch.field for ch in changes)}): the gap {names[j]}-{names[0]} is "
+                "NOT the systems' alone, it also measures the change of instrument"
+            )
+            lines += [f"  {ch.field}: {names[0]} {ch.a} | {names[j]} {ch.b}" for ch in changes]
+    if c.unchecked:
+        lines.append(f"instrument not checked for {', '.join(c.unchecked)} (a predictions file "
+                     "records no run.json: only the dataset version and checksum match)")
+    return lines
 
 
 def interval_text(low: float | None, high: float | None) -> str:
@@ -262,11 +260,12 @@ def comparison_table(c: Comparison) -> Table:
             cells += list(gap_cells(gap))
         rows.append(tuple(cells))
     tests = sorted({g.result.test for line in c.lines for g in line.gaps if g.result})
+    nulls = "".join(f" {names[i]}: null, {why}." for i, why in c.null_reasons)
     caption = (
         f"{legend(c.sides)}. Dataset {c.dataset.version_label} sha256 {c.dataset.checksum}. "
         f"95% bootstrap intervals ({c.unit}, 1,000 draws); gaps paired over the questions both "
         f"scored ({', '.join(tests) or 'no test'}), p-values Holm-corrected over this table; "
-        f"{NOT_SIGNIFICANT}: not significant at {c.alpha}."
+        f"{NOT_SIGNIFICANT}: not significant at {c.alpha}.{nulls}"
     )
     return Table(f"{c.dataset.key}: {c.metric} per slice", tuple(columns), tuple(rows), caption)
 
@@ -311,6 +310,12 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
         "correction": CORRECTION,
         "alpha": c.alpha,
         "resampling_unit": c.unit,
+        "instrument_changes": {
+            names[j]: [{"field": ch.field, "a": ch.a, "b": ch.b} for ch in changes]
+            for j, changes in enumerate(c.changes, start=1)
+        },
+        "instrument_unchecked": list(c.unchecked),
+        "null_reasons": [{"side": names[i], "reason": why} for i, why in c.null_reasons],
         "slices": [
             {
                 "slice": line.slice,
