@@ -47,6 +47,8 @@ SHOWN_QUESTIONS = 50
 """Changed questions a table shows (``--max-questions``); JSON always holds all of them."""
 SHOWN_MEMORIES = 3
 """Memory ids shown per side of a changed question in a table (JSON holds every memory)."""
+SHOWN_CHANGES = 3
+"""Metric changes shown per changed question in a table."""
 TEXT_CHARS = 60
 
 
@@ -60,16 +62,16 @@ def _deepest(keys: Sequence[str]) -> dict[str, MetricKey]:
 
 
 def metric_pairs(a: Side, b: Side) -> list[tuple[str, str]]:
-    """The metric keys compared: those both sides hold, then, for each metric measured at a
-    different deepest k on the two sides, the pair of deepest keys."""
+    """The metric keys compared: for each metric measured at a different deepest k on the two
+    sides, the pair of deepest keys (first: with k changed, these are the figures that moved),
+    then the keys both sides hold."""
     ka, kb = a.keys(), b.keys()
-    pairs = [(k, k) for k in ka if k in set(kb)]
     da, db = _deepest(ka), _deepest(kb)
-    for metric, key_a in da.items():
-        key_b = db.get(metric)
-        if key_b is not None and key_b.k != key_a.k:
-            pairs.append((str(key_a), str(key_b)))
-    return pairs
+    pairs = [
+        (str(key_a), str(db[metric])) for metric, key_a in sorted(da.items())
+        if metric in db and db[metric].k != key_a.k
+    ]  # fmt: skip
+    return pairs + [(k, k) for k in ka if k in set(kb)]
 
 
 def pair_label(key_a: str, key_b: str) -> str:
@@ -228,7 +230,11 @@ def _short(text: str) -> str:
 
 
 def _changed_text(qc: QuestionChange) -> str:
-    parts = [f"{label}: {fmt(x)} -> {fmt(y)}" for label, x, y in qc.changed]
+    """The outcome change, then the first :data:`SHOWN_CHANGES` metric changes (and how many
+    more: JSON holds them all)."""
+    parts = [f"{label}: {fmt(x)} -> {fmt(y)}" for label, x, y in qc.changed[:SHOWN_CHANGES]]
+    if len(qc.changed) > SHOWN_CHANGES:
+        parts.append(f"+{len(qc.changed) - SHOWN_CHANGES} more")
     oa = qc.a.outcome if qc.a else "not scored"
     ob = qc.b.outcome if qc.b else "not scored"
     if oa != ob:
