@@ -147,3 +147,29 @@ def test_the_default_metric_is_the_headline_both_hold(sample: LoadedDataset) -> 
     c = _side(sample, "c", set(), key="f1")
     with pytest.raises(ValueError, match="share no metric"):
         default_metric([a, c], ())
+
+
+def test_the_answering_record_is_compared_field_by_field(sample: LoadedDataset) -> None:
+    spec = RunSpec(systems=("bm25",), datasets=("sample",), k=(1, 5),
+                   answering=AnsweringSpec("answer", reader=ModelChoice("mock"),
+                                           judge=ModelChoice("mock-judge")))  # fmt: skip
+
+    def side(port: int, sha: str) -> Side:
+        s = _side(sample, "bm25", set(), spec)
+        record = {
+            "instrument": "recallbench prompts v1", "judge_label": "mock-judge",
+            "reader": {"label": "mock", "base_url": f"http://127.0.0.1:{port}/v1"},
+            "files": [{"path": "prompts.json", "sha256": sha}], "conditions": [],
+            "judge_check": f"measured on port {port}",
+        }  # fmt: skip
+        assert s.manifest is not None
+        s.manifest.answering = {"mode": "answer", "datasets": {sample.key: record}}
+        return s
+
+    # the in-process mock listens on a new port every run: not a change of instrument
+    assert instrument_changes(side(4001, "aa"), side(4002, "aa")) == []
+    [change] = instrument_changes(side(4001, "aa"), side(4001, "bb"))
+    assert change.field == "prompt files" and "bb" in change.b
+    retrieval = _side(sample, "bm25", set())
+    fields = [c.field for c in instrument_changes(retrieval, side(4001, "aa"))]
+    assert fields[:3] == ["mode", "reader", "judge"] and "conditions" not in fields

@@ -39,8 +39,7 @@ def _spec_fields(m: RunManifest, key: str) -> dict[str, Any]:
     spec = m.spec
     ans = spec.answering
     rec = m.dataset(key)
-    info = dict((m.answering.get("datasets") or {}).get(key) or {})
-    info.pop("judge_check", None)  # a measurement of the judge, not the instrument
+    info = (m.answering.get("datasets") or {}).get(key) or {}
     subset = getattr(spec, "subset", None)
     label = getattr(subset, "label", None) if subset is not None else "full"
     return {
@@ -57,11 +56,34 @@ def _spec_fields(m: RunManifest, key: str) -> dict[str, Any]:
         "reader preset": None if ans is None else ans.reader_preset,
         "judge variant": None if ans is None else ans.judge_variant,
         "conditions": None if ans is None else list(ans.conditions),
-        "instrument (run.json answering)": info or None,
+        **_answering_fields(info),
         "scoring rules": None if rec is None else rec.scoring,
         "rules source": None if rec is None else rec.rules_source,
         "rules deviations": None if rec is None else list(rec.deviations),
         "subset": label,
+    }
+
+
+def _answering_fields(info: Mapping[str, Any]) -> dict[str, Any]:
+    """The instrument of a memory- or answer-mode dataset as ``run.json`` records it: its name,
+    the prompt files read (path and SHA-256), the pins, the judged metrics, the deviations and
+    non-standard labels. The endpoints' URLs are left out (the in-process mock listens on a new
+    port every run): the reader and judge are compared by label, which names a URL the
+    operator gave."""
+    if not info:
+        return {}
+    files = [[f.get("path"), f.get("sha256")] for f in info.get("files") or ()]
+    return {
+        "instrument": info.get("instrument"),
+        "reader as run": (info.get("reader") or {}).get("label"),
+        "judge as run": info.get("judge_label"),
+        "prompt files": files,
+        "official instrument": info.get("official"),
+        "reader pin": info.get("reader_pin"),
+        "judge pin": info.get("judge_pin"),
+        "judged metrics": info.get("metrics"),
+        "instrument deviations": info.get("deviations"),
+        "non-standard labels": info.get("non_standard"),
     }
 
 
@@ -81,11 +103,19 @@ def _condition_fields(m: RunManifest, system: str) -> dict[str, Any]:
 
 
 def _changes(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Change]:
+    """The fields (of either side) whose values differ, A's fields first."""
+    names = list(dict.fromkeys([*a, *b]))
     return [
-        Change(name, _text(a.get(name)), _text(b.get(name)))
-        for name in a
-        if canonical_json(a.get(name)) != canonical_json(b.get(name))
+        Change(name, _text(_none(a.get(name))), _text(_none(b.get(name))))
+        for name in names
+        if canonical_json(_none(a.get(name))) != canonical_json(_none(b.get(name)))
     ]
+
+
+def _none(value: Any) -> Any:
+    """An empty list, mapping or string reads as absent (a retrieval run has no conditions;
+    an answer run's empty list of them is the same thing)."""
+    return None if isinstance(value, list | tuple | dict | str) and not value else value
 
 
 def instrument_changes(a: Side, b: Side) -> list[Change]:
