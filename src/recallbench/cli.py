@@ -1348,9 +1348,12 @@ AlphaOpt = Annotated[
 ]
 
 
-def check_output_format(format_name: str) -> None:
+def check_output_format(format_name: str, alpha: float) -> None:
+    """``--format`` is one of :data:`OUTPUT_FORMATS` and ``--alpha`` a level between 0 and 1."""
     if format_name not in OUTPUT_FORMATS:
         raise fail(f"--format must be one of {', '.join(OUTPUT_FORMATS)}, got {format_name!r}")
+    if not 0 < alpha < 1:
+        raise fail(f"--alpha must be between 0 and 1 (exclusive), got {alpha}")
 
 
 def show_tables(tables: Sequence[Table], format_name: str) -> None:
@@ -1410,7 +1413,7 @@ def compare_cmd(
         instrument_lines,
     )
 
-    check_output_format(format_name)
+    check_output_format(format_name, alpha)
     data = resolve_data_dir(data_dir)
     try:
         sides = [
@@ -1482,7 +1485,9 @@ def diff_cmd(
         question_table,
     )
 
-    check_output_format(format_name)
+    check_output_format(format_name, alpha)
+    if max_questions < 0:
+        raise fail(f"--max-questions must be 0 or more, got {max_questions}")
     data = resolve_data_dir(data_dir)
     names = split_names(system) or []
     if len(names) > 2:

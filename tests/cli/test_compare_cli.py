@@ -112,6 +112,8 @@ def test_compare_refusals_are_one_line(folder: Path, tmp_path: Path) -> None:
     assert unscored.exit_code == 2 and "score it first" in unscored.output
     bad = runner.invoke(app, ["compare", str(a), str(a), "--format", "html"])
     assert bad.exit_code == 2 and "--format must be one of" in bad.output
+    bad = runner.invoke(app, ["diff", str(a), str(a), "--alpha", "5"])
+    assert bad.exit_code == 2 and "--alpha must be between 0 and 1" in bad.output
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +167,21 @@ def test_diff_of_a_run_with_itself_changes_nothing(k_runs: tuple[Path, Path]) ->
     assert all(x["difference"] == 0 for x in d["deltas"])
     table = CliRunner().invoke(app, ["diff", str(a), str(a)]).stdout
     assert table.startswith("instrument: the same")
+
+
+def test_diff_of_two_predictions_files_says_what_it_could_not_check(
+    folder: Path, tmp_path: Path
+) -> None:
+    a = _predictions(tmp_path, "alpha", 0, folder)
+    b = _predictions(tmp_path, "beta", 4, folder)
+    args = ["diff", str(a), str(b), "--system", "alpha,beta", "--dataset",
+            f"recallbench@{folder}", "--data-dir", str(tmp_path)]  # fmt: skip
+    d = json.loads(CliRunner().invoke(app, [*args, "--format", "json"]).stdout)
+    assert d["instrument_changed"] is False
+    assert len(d["instrument_unrecorded"]) == 2
+    assert [q["question_id"] for q in d["questions"]] == ["q000", "q001", "q002", "q003"]
+    assert {"metric": "evidence_hit@1", "a": 1.0, "b": 0.0} in d["questions"][0]["changed"]
+    assert d["questions"][0]["a"]["memories"] is None  # a predictions folder keeps none
+    table = CliRunner().invoke(app, args).stdout
+    assert table.startswith("instrument not fully checked")
+    assert "4 of 600 questions changed" in table
