@@ -1418,7 +1418,8 @@ def compare_cmd(
     try:
         sides = [
             s for t in targets
-            for s in read_sides(t, data, dataset=dataset, systems=split_names(systems))
+            for s in read_sides(t, data, dataset=dataset, systems=split_names(systems),
+                                memories=False)
         ]  # fmt: skip
     except UserError as exc:
         raise fail(str(exc)) from None

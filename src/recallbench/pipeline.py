@@ -1038,19 +1038,22 @@ def read_sides(
     *,
     dataset: str | None = None,
     systems: Sequence[str] | None = None,
+    memories: bool = True,
 ) -> list[Side]:
     """Each system of each dataset of one scored results folder (a run, or the folder of a
     scored predictions file, which may be named by the file) as ``compare`` and ``diff`` read
     it: its stored verdicts (never re-scored here), memories and answers. ``systems`` keeps
     those systems, in that order (an unknown one is refused); ``dataset`` names the dataset of
-    a predictions folder (default: the key its verdicts record) or picks one of a run."""
+    a predictions folder (default: the key its verdicts record) or picks one of a run.
+    ``memories=False`` leaves the observations unread (``compare`` needs only the verdicts;
+    the observations of a full-context baseline are most of a folder's bytes)."""
     folder = _scored_folder(target)
     verdicts = _read_verdicts(folder)
     if (folder / store.RUN_JSON).exists():
         manifest: RunManifest | None = read_manifest(folder)
         assert manifest is not None
         loaded = load_run_datasets(manifest, data_dir)
-        observations = store.read_observations(folder)
+        observations = store.read_observations(folder) if memories else []
         answers_of = {(a.system, a.question_id): a.answer for a in read_answers(folder)
                       if a.answer is not None}  # fmt: skip
         run_id, run_date = manifest.run_id, manifest.started_at

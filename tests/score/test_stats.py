@@ -10,6 +10,7 @@ import pytest
 from recallbench.score.stats import (
     MIN_GROUPS,
     TEST_BOOTSTRAP,
+    TEST_BOTH,
     TEST_MCNEMAR,
     UNIT_GROUPS,
     UNIT_SLICES,
@@ -108,8 +109,9 @@ def test_paired_gaps_of_3_and_150_in_600(discordant: int, significant: bool) -> 
                              unit=UNIT_GROUPS)  # fmt: skip
     assert boot.test == TEST_MCNEMAR  # groups of one question are independent questions
     clustered = [f"g{i // 2}" for i in range(600)]
-    boot = paired_difference(a, b, clustered, slices, seed=1)
-    assert boot.test == TEST_BOOTSTRAP and (boot.p_value < 0.05) is significant
+    both = paired_difference(a, b, clustered, slices, seed=1)
+    assert both.test == TEST_BOTH and (both.p_value < 0.05) is significant
+    assert both.p_value >= mcnemar(a, b)
 
 
 def test_a_graded_difference_uses_the_paired_bootstrap() -> None:
@@ -118,6 +120,8 @@ def test_a_graded_difference_uses_the_paired_bootstrap() -> None:
     r = paired_difference(a, b, ["all"] * 40, ["s"] * 40, seed=2)
     assert r.test == TEST_BOOTSTRAP and r.discordant is None
     assert math.isclose(r.difference, 0.125)
-    assert r.p_value < 0.05
+    assert r.p_value < 0.001  # below what a share of 1,000 draws could say
+    same = paired_difference(a, a, ["all"] * 40, ["s"] * 40, seed=2)
+    assert same.difference == 0 and same.p_value == 1.0
     with pytest.raises(ValueError, match="nothing to compare"):
         paired_difference([], [], [], [], seed=0)

@@ -328,12 +328,15 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
 
 
 def default_metric(sides: Sequence[Side], headline: Sequence[MetricKey]) -> str:
-    """The first headline figure that every side's verdicts hold, else the first metric key
-    they share; raises when they share none."""
+    """The first headline figure that every side measured on some question (a value, not
+    only nulls: LoCoMo's F1 is null in a retrieval run), else the first metric key every side
+    measured, else the first they share; raises when they share none."""
     shared = set(sides[0].keys()).intersection(*(s.keys() for s in sides[1:]))
-    for key in headline:
-        if str(key) in shared:
-            return str(key)
     if not shared:
         raise ValueError("the systems share no metric: nothing to compare")
-    return sorted(shared)[0]
+    measured = {k for k in shared if all(s.values(k) for s in sides)}
+    for pool in (measured, shared):
+        for key in headline:
+            if str(key) in pool:
+                return str(key)
+    return sorted(measured or shared)[0]
