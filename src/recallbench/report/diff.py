@@ -119,9 +119,12 @@ def _mean(values: Mapping[str, float]) -> float | None:
 
 
 def _first(verdicts: Sequence[Verdict]) -> dict[str, Verdict]:
+    """Each question's verdict of repeat 0 (the first one recorded when none says)."""
     out: dict[str, Verdict] = {}
     for v in verdicts:
-        out.setdefault(v.question_id, v)
+        current = out.get(v.question_id)
+        if current is None or (getattr(current, "repeat", 0) and not getattr(v, "repeat", 0)):
+            out[v.question_id] = v
     return out
 
 
