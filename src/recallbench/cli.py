@@ -1,4 +1,5 @@
-"""The ``recallbench`` command line: run, score, controls, systems, datasets, verify."""
+"""The ``recallbench`` command line: run, score, compare, diff, controls, systems, datasets,
+verify."""
 
 from __future__ import annotations
 
