@@ -1398,6 +1398,11 @@ def compare_cmd(
         typer.Option(help="The dataset to compare (of a run of several), or that a predictions "
                      "folder was scored against (default: the key its verdicts record)."),
     ] = None,
+    all_pairs: Annotated[
+        bool,
+        typer.Option("--all-pairs", help="Compare every pair of systems, not only each with "
+                     "the first (all pairs' p-values are corrected together)."),
+    ] = False,
     alpha: AlphaOpt = 0.05,
     format_name: OutputFormatOpt = "table",
     data_dir: DataDirOpt = None,
@@ -1435,7 +1440,7 @@ def compare_cmd(
                           highlight=False, markup=False)  # fmt: skip
                 continue
             for m in metric or [default_metric(group, headline_of(group[0].dataset))]:
-                comparisons.append(compare(group, m, alpha))
+                comparisons.append(compare(group, m, alpha, all_pairs=all_pairs))
     except ValueError as exc:
         raise fail(str(exc)) from None
     if not comparisons:

@@ -173,3 +173,15 @@ def test_the_answering_record_is_compared_field_by_field(sample: LoadedDataset) 
     retrieval = _side(sample, "bm25", set())
     fields = [c.field for c in instrument_changes(retrieval, side(4001, "aa"))]
     assert fields[:3] == ["mode", "reader", "judge"] and "conditions" not in fields
+
+
+def test_all_pairs_are_one_family(sample: LoadedDataset) -> None:
+    sides = [_side(sample, "a", set(range(50))), _side(sample, "b", set(range(25))),
+             _side(sample, "c", set(range(40)))]  # fmt: skip
+    first = compare(sides, "evidence_hit@5")
+    every = compare(sides, "evidence_hit@5", all_pairs=True)
+    assert [(g.a, g.b) for g in every.lines[0].gaps] == [(0, 1), (0, 2), (1, 2)]
+    ab = [line.gaps[0] for line in first.lines]
+    ab_all = [line.gaps[0] for line in every.lines]
+    for one, two in zip(ab, ab_all, strict=True):  # a larger family: corrected harder
+        assert one.result == two.result and two.p_holm >= one.p_holm  # type: ignore[operator]

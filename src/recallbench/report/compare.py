@@ -156,9 +156,19 @@ def check_sides(sides: Sequence[Side]) -> None:
             )
 
 
-def compare(sides: Sequence[Side], metric: str, alpha: float = ALPHA) -> Comparison:
+def pairs_of(n: int, all_pairs: bool) -> list[tuple[int, int]]:
+    """``(a, b)`` side indices compared: each later side against the first, or every pair."""
+    if all_pairs:
+        return [(i, j) for i in range(n) for j in range(i + 1, n)]
+    return [(0, j) for j in range(1, n)]
+
+
+def compare(
+    sides: Sequence[Side], metric: str, alpha: float = ALPHA, *, all_pairs: bool = False
+) -> Comparison:
     """The comparison of ``sides`` (all on one dataset, checked) on ``metric``: each side's
-    figure per slice, and each later side against the first, corrected over the table."""
+    figure per slice, and each later side against the first (``all_pairs``: every pair),
+    corrected together over the table."""
     check_sides(sides)
     ds = sides[0].dataset
     resampling = Resampling.of(ds)
@@ -168,8 +178,8 @@ def compare(sides: Sequence[Side], metric: str, alpha: float = ALPHA) -> Compari
         if all(f.n == 0 for f in figs) and slice_ != ALL:
             continue
         gaps = [
-            Gap(0, j, paired(sides[0], sides[j], metric, metric, slice_, resampling))
-            for j in range(1, len(sides))
+            Gap(i, j, paired(sides[i], sides[j], metric, metric, slice_, resampling))
+            for i, j in pairs_of(len(sides), all_pairs)
         ]
         raw.append((slice_, figs, gaps))
     flat = correct([g for _, _, gaps in raw for g in gaps], alpha)
@@ -244,12 +254,12 @@ def legend(sides: Sequence[Side]) -> str:
 
 
 def comparison_table(c: Comparison) -> Table:
-    """One row per slice: each side's value [interval] (n), then each gap to A and its
+    """One row per slice: each side's value [interval] (n), then each gap (B-A, ...) and its
     corrected p-value."""
     names = letters(len(c.sides))
     columns = ["slice", *names]
-    for j in range(1, len(c.sides)):
-        columns += [f"{names[j]}-{names[0]}", "p (Holm)"]
+    for gap in c.lines[0].gaps if c.lines else ():
+        columns += [f"{names[gap.b]}-{names[gap.a]}", "p (Holm)"]
     rows = []
     for line in c.lines:
         cells = [line.slice]
