@@ -1162,6 +1162,36 @@ def repair(
 
 
 @app.command()
+def report(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Scored results folders (one or more, compared).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for report.md and report.html (default: the first run's)."),
+    ] = None,
+) -> None:
+    """Write report.md and a self-contained report.html (no network request) from the records
+    of one or more scored runs: per-slice bars with intervals, tier curve, k sweep, latency,
+    the results card and every question with filters."""
+    from recallbench.pipeline import report_hints
+    from recallbench.report.document import write_report
+    from recallbench.report.records import read_run_records
+
+    for run_dir in runs:
+        if not run_dir.is_dir():
+            raise fail(f"{run_dir}: not a folder; give results folders (results/<run id>)")
+    try:
+        records = [read_run_records(run_dir) for run_dir in runs]
+        written = write_report(records, out or runs[0], report_hints(records))
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    for path in written:
+        console.print(f"wrote {path} ({path.stat().st_size:,} bytes)", highlight=False,
+                      markup=False)
+
+
+@app.command()
 def verify(
     system: Annotated[str | None, typer.Option(help="Check only this system.")] = None,
     config: Annotated[Path | None, typer.Option(help="JSON/TOML options for the system.")] = None,

@@ -32,6 +32,7 @@ from recallbench import answers
 from recallbench.benchmarks import benchmark_of, get_benchmark, load_dataset
 from recallbench.contracts import (
     ALL,
+    AnswerFigure,
     AppliedRules,
     IngestRecord,
     MetricRow,
@@ -49,9 +50,11 @@ from recallbench.errors import (
     RunFolderError,
     RunLockedError,
     SystemConfigError,
+    UserError,
 )
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.predictions import predictions_tables, render_predictions_summary
+from recallbench.report.records import ReportHints, RunRecords
 from recallbench.report.summary import render_summary
 from recallbench.report.summary import tables as report_tables
 from recallbench.report.tables import Table
@@ -977,3 +980,19 @@ def score_file(
     if out is not None:
         store.write_jsonl(out, per_question_lines(result, ds, bench.rules))
     return ScoredFile(result, scored, ds, shown, folder, shown_mode)
+
+
+def report_hints(runs: Sequence[RunRecords]) -> ReportHints:
+    """What ``recallbench report`` needs from the benchmarks of the runs' datasets (their
+    answer figures and variant order); a dataset of no registered benchmark gets none."""
+    figures: dict[str, tuple[AnswerFigure, ...]] = {}
+    variants: dict[str, tuple[str, ...]] = {}
+    for run in runs:
+        for record in run.manifest.datasets:
+            try:
+                benchmark = get_benchmark(record.name)
+            except UserError:
+                continue
+            figures[record.name] = tuple(benchmark.rules.answer_figures)
+            variants[record.name] = tuple(benchmark.spec.variants)
+    return ReportHints(figures, variants)
