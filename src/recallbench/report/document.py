@@ -142,7 +142,9 @@ LATENCY_CAPTION = (
 
 
 def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A table cell: HTML escaped (a Markdown viewer renders raw HTML, and names and slices
+    come from untrusted data), pipes escaped, one line."""
+    return svg.esc(text).replace("|", "\\|").replace("\n", " ")
 
 
 def _md_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
