@@ -66,7 +66,8 @@ def test_the_markdown_carries_the_rows_their_intervals_and_provenance(
     assert manifest["run_id"] in md and manifest["started_at"] in md
     assert manifest["datasets"][0]["checksum"] in md
     row = _metric(sample_run, system="bm25", slice="fact", metric="evidence_recall", k=10)
-    cell = f"{row['value']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] (n={row['denominator']})"
+    ci = f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    cell = f"{row['value']:.3f} {ci} (n={row['denominator']})"
     assert re.search(rf"\| fact \| [^\n]*{re.escape(cell)}", md)
     # naive ignores k: its @k figures are null with their reason, never 0
     assert "null (ignores_k)" in md
