@@ -24,6 +24,7 @@ from typing import Any
 from recallbench.contracts import MetricRow
 from recallbench.report import svg
 from recallbench.report.figures import (
+    Latency,
     Series,
     SliceFigure,
     dataset_keys,
@@ -101,11 +102,24 @@ def provenance(runs: Sequence[RunRecords]) -> list[tuple[str, ...]]:
         for d in m.datasets:
             pinned = "" if d.pinned else " (NOT the pinned release)"
             out.append((m.run_id, m.started_at, m.status, d.version_label,
-                        f"{d.checksum}{pinned}", f"{d.questions}", ", ".join(m.spec.systems)))
+                        f"{d.checksum}{pinned}", f"{d.questions}", part_of(run),
+                        ", ".join(m.spec.systems)))
     return out
 
 
-PROVENANCE_COLUMNS = ("run", "run date", "status", "dataset", "sha256", "questions", "systems")
+def part_of(run: RunRecords) -> str:
+    """``full``, or the subset's label (``subset: limit 50 (seed 0)``), and the repeats."""
+    spec = run.manifest.spec
+    subset = getattr(spec, "subset", None)
+    repeats = int(getattr(spec, "repeats", 1) or 1)
+    part = "full" if subset is None else str(getattr(subset, "label", "subset"))
+    return part if repeats == 1 else f"{part}, {repeats} repeats"
+
+
+PROVENANCE_COLUMNS = (
+    "run", "run date", "status", "dataset", "sha256", "questions", "part", "systems",
+)  # fmt: skip
+"""``sha256`` is the dataset checksum ``run.json`` records for the data the run read."""
 
 
 def slice_caption(fig: SliceFigure) -> str:
@@ -133,8 +147,9 @@ VERDICT_CAPTION = (
 )
 LATENCY_CAPTION = (
     "search latency over usable searches (observations.jsonl): whiskers min to max, box p25 to "
-    "p75, black bar the median, coloured tick p95. Wall-clock figures: they differ between two "
-    "runs of one spec."
+    "p75, black bar the median, coloured tick p95; a run with a speed sample (--speed-sample) "
+    "also shows the searches of that sample, made alone. Wall-clock figures: they differ "
+    "between two runs of one spec."
 )
 
 
@@ -180,7 +195,7 @@ def render_markdown(report: Report) -> str:
         if lat:
             lines += ["### search latency (ms)", "", LATENCY_CAPTION, ""]
             rows = [
-                [report.labels[x.series], str(x.n), *(fmt(v, 2) for v in
+                [_latency_label(report, x), str(x.n), *(fmt(v, 2) for v in
                  (x.low, x.q1, x.median, x.q3, x.p95, x.high))]
                 for x in lat
             ]
@@ -279,10 +294,14 @@ def _tier_svg(report: Report, name: str) -> str:
                           x_ticks=[(float(i), t) for i, t in enumerate(tiers)])
 
 
+def _latency_label(report: Report, x: Latency) -> str:
+    return report.labels[x.series] + (f" ({x.part})" if x.part else "")
+
+
 def _latency_svg(report: Report, key: str) -> str:
     boxes = [
-        svg.Box(x.series, report.labels[x.series], x.low, x.q1, x.median, x.q3, x.high, x.p95,
-                f"{report.labels[x.series]}: n={x.n}, p50 {fmt(x.median, 2)} ms, "
+        svg.Box(x.series, _latency_label(report, x), x.low, x.q1, x.median, x.q3, x.high, x.p95,
+                f"{_latency_label(report, x)}: n={x.n}, p50 {fmt(x.median, 2)} ms, "
                 f"p95 {fmt(x.p95, 2)} ms, max {fmt(x.high, 2)} ms")
         for x in report.latencies if x.dataset == key
     ]
@@ -338,6 +357,8 @@ def render_html(report: Report) -> str:
         '<div id="filters"></div><p id="shown"></p><table id="q"><thead><tr><th>dataset</th>'
         "<th>question</th><th>system</th><th>slice</th><th>verdict</th><th>value</th></tr>"
         "</thead><tbody></tbody></table>"
+        "<noscript><p>The question table is drawn by the page's inline script: allow it, or "
+        "read verdicts.jsonl.</p></noscript>"
     )
     nav.append('<a href="#questions">every question</a>')
     return (

@@ -18,6 +18,7 @@ from recallbench.contracts import ALL, MetricRow, Observation
 from recallbench.report.records import ReportHints, RunRecords
 
 RETRIEVAL = "evidence_recall"
+SPEED_SAMPLE = "speed sample"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,9 @@ class Latency:
     q3: float
     p95: float
     high: float
+    part: str = ""
+    """``""`` for every usable search; ``speed sample`` for the searches of the run's speed
+    sample (``--speed-sample``: searched alone), drawn beside them."""
 
 
 def series_of(runs: Sequence[RunRecords]) -> list[Series]:
@@ -264,18 +268,21 @@ def tier_curves(
 
 def latencies(runs: Sequence[RunRecords], series: Sequence[Series]) -> list[Latency]:
     """The distribution of search latency per dataset and series, over usable searches with a
-    measured latency (the population of the ``latency_ms_*`` rows)."""
+    measured latency (the population of the ``latency_ms_*`` rows), then, where the run had a
+    speed sample, over the searches of that sample alone."""
     observed = _by_series(runs)
     out = []
     for key in dataset_keys(runs):
         for i, s in enumerate(series):
-            values = [
-                o.latency_ms for o in observed.get((s.run_id, key, s.system), ())
+            timed = [
+                o for o in observed.get((s.run_id, key, s.system), ())
                 if o.outcome == "usable" and o.latency_ms is not None
             ]
-            if not values:
-                continue
-            q = np.percentile(np.asarray(values, dtype=float), [0, 25, 50, 75, 95, 100])
-            out.append(Latency(key, i, len(values), *(float(v) for v in q[:4]), float(q[4]),
-                               float(q[5])))
+            sampled = [o for o in timed if o.speed_sample]
+            for part, chosen in (("", timed), (SPEED_SAMPLE, sampled)):
+                if not chosen:
+                    continue
+                values = np.asarray([o.latency_ms for o in chosen], dtype=float)
+                q = [float(v) for v in np.percentile(values, [0, 25, 50, 75, 95, 100])]
+                out.append(Latency(key, i, len(chosen), *q, part=part))
     return out

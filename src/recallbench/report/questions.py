@@ -29,6 +29,21 @@ ANSWER_FIELDS = ("condition", "reader", "outcome", "answer", "reply", "error", "
 JUDGEMENT_FIELDS = ("judge", "metric", "outcome", "value", "reply", "error", "unparsed", "sample")
 
 
+Key = tuple[str, str, str, int]
+"""(dataset, system, question id, repeat) of a per-question record."""
+
+
+def repeat_of(record: object) -> int:
+    """The 0-based repeat a record belongs to (``--repeats``); 0 for a record that has no
+    ``repeat`` field (a single run, or a folder written before repeats existed)."""
+    return int(getattr(record, "repeat", 0) or 0)
+
+
+def _key(record: Mapping[str, Any]) -> Key:
+    return (record["dataset"], record["system"], record["question_id"],
+            int(record.get("repeat") or 0))
+
+
 def verdict_label(outcome: str, value: float | None) -> str:
     if outcome == "error":
         return "failed"
@@ -55,22 +70,24 @@ def question_data(
     reasons: dict[str, int] = {}
     rows: list[list[Any]] = []
     for run in runs:
-        observed: dict[tuple[str, str, str], Observation] = {
-            (o.dataset, o.system, o.question_id): o for o in run.observations
+        observed: dict[Key, Observation] = {
+            (o.dataset, o.system, o.question_id, repeat_of(o)): o for o in run.observations
         }
-        answers: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        answers: dict[Key, list[dict[str, Any]]] = {}
         for a in run.answers:
-            answers.setdefault((a["dataset"], a["system"], a["question_id"]), []).append(a)
-        judged: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+            answers.setdefault(_key(a), []).append(a)
+        judged: dict[Key, list[dict[str, Any]]] = {}
         for j in run.judgements:
-            judged.setdefault((j["dataset"], j["system"], j["question_id"]), []).append(j)
+            judged.setdefault(_key(j), []).append(j)
         for v in run.verdicts:
             first = next((f for f in figures.get(v.dataset, ()) if f.key in v.metrics), None)
             value = v.metrics.get(first.key) if first else None
-            key = (v.dataset, v.system, v.question_id)
+            repeat = repeat_of(v)
+            key = (v.dataset, v.system, v.question_id, repeat)
             obs = observed.get(key)
             detail: dict[str, Any] = {
                 "run": run.run_id,
+                "repeat": repeat,
                 "outcome": v.outcome,
                 "outcome_reason": v.outcome_reason,
                 "metrics": {k: v.metrics[k] for k in sorted(v.metrics)},
@@ -96,7 +113,8 @@ def question_data(
             detail["judgements"] = [_pick(j, JUDGEMENT_FIELDS) for j in judged.get(key, [])]
             label = verdict_label(v.outcome, value)
             detail["figure"] = first.key if first else None
-            rows.append([v.dataset, v.question_id, index.get((run.run_id, v.system), -1),
+            question = v.question_id if not repeat else f"{v.question_id} (repeat {repeat})"
+            rows.append([v.dataset, question, index.get((run.run_id, v.system), -1),
                          v.slice, label, value, detail])
     return {
         "series": [s.label for s in series],

@@ -82,8 +82,7 @@ def _legend(series: Sequence[str], y: float) -> list[str]:
     return out
 
 
-def _x_axis(lo: float, hi: float, y: float, ticks: Sequence[float], label: str,
-            scale: Scale) -> list[str]:
+def _x_axis(y: float, ticks: Sequence[float], label: str, scale: Scale) -> list[str]:
     out = [f'<line x1="{LEFT}" y1="{num(y)}" x2="{WIDTH - RIGHT}" y2="{num(y)}" stroke="#444"/>']
     for t in ticks:
         x = scale(t)
@@ -183,7 +182,7 @@ def bar_chart(title: str, series: Sequence[str], groups: Sequence[BarGroup], x_l
                     f'{num(by + bar_h)}M{num(x2)} {num(by)}V{num(by + bar_h)}" stroke="#222"/>'
                 )
         y += group_h
-    body += _x_axis(*domain, y + 2, scale.ticks(), x_label, scale)
+    body += _x_axis(y + 2, scale.ticks(), x_label, scale)
     return _svg(y + 40, body, title)
 
 
@@ -264,7 +263,7 @@ def line_chart(title: str, series: Sequence[str], lines: Sequence[Line], x_label
     axis = (
         _category_axis(x_ticks, top + plot_h + 2, x_label, scale)
         if x_ticks
-        else _x_axis(lo, hi, top + plot_h + 2, scale.ticks(), x_label, scale)
+        else _x_axis(top + plot_h + 2, scale.ticks(), x_label, scale)
     )
     body += axis
     return _svg(top + plot_h + 42, body, title)
@@ -324,6 +323,5 @@ def box_chart(title: str, series: Sequence[str], boxes: Sequence[Box], x_label: 
             f'stroke="{c}" stroke-width="2"/></g>'
         )
         y += 20
-    body += _x_axis(lo, hi, y + 2, scale.ticks(), x_label + (" (log scale)" if log else ""),
-                    scale)
+    body += _x_axis(y + 2, scale.ticks(), x_label + (" (log scale)" if log else ""), scale)
     return _svg(y + 40, body, title)

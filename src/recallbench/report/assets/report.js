@@ -63,7 +63,7 @@
     var cell = el("td");
     cell.colSpan = 6;
     cell.appendChild(el("h4", "question " + r[1] + " (" + r[0] + "), run " + d.run));
-    kv(cell, {"verdict read from": d.figure, outcome: d.outcome, reason: d.outcome_reason, "memories returned": d.returned,
+    kv(cell, {"verdict read from": d.figure, repeat: d.repeat || null, outcome: d.outcome, reason: d.outcome_reason, "memories returned": d.returned,
               "characters returned": d.chars, "latency ms": d.latency_ms,
               "answer (observation)": d.answer});
     cell.appendChild(el("h4", "what came back"));
