@@ -124,8 +124,9 @@ PROVENANCE_COLUMNS = (
 
 def slice_caption(fig: SliceFigure) -> str:
     return (
-        f"{fig.figure.label} ({fig.figure.key}) per slice, from metrics.jsonl: each bar is a row "
-        "with its bootstrap interval (whisker) and denominator; null rows are written, not drawn."
+        f"{fig.figure.label} ({fig.figure.key}) per slice, from metrics.jsonl: each bar is a row, "
+        "with its bootstrap interval as a whisker where the row carries one and its denominator "
+        "(n); null rows are written, not drawn."
     )
 
 
