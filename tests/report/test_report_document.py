@@ -7,10 +7,15 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
+from types import SimpleNamespace
 
-from recallbench.report.document import REPORT_HTML, REPORT_MD, Report, write_report
+from typer.testing import CliRunner
+
+from recallbench.cli import app
+from recallbench.report.document import REPORT_HTML, REPORT_MD, Report, part_of, write_report
 from recallbench.report.records import ReportHints, read_run_records
 
 
@@ -155,3 +160,31 @@ def test_a_tier_curve_where_several_tiers_ran(sample_run: Path, tmp_path: Path) 
 def test_a_null_figure_is_not_drawn(sample_run: Path, tmp_path: Path) -> None:
     _, html = _write([sample_run], tmp_path)
     assert "null: ignores_k" in html and "null: no_evidence" in html
+
+
+def test_an_answer_run_shows_answers_and_judgements(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(app, [
+        "run", "-q", "--systems", "bm25", "--no-baselines", "--datasets", "sample", "--mode",
+        "answer", "--reader", "mock-judge", "--judge", "mock-judge", "--same-model",
+        "--out", str(out),
+    ])
+    assert result.exit_code == 0, result.output
+    (run,) = out.iterdir()
+    report = Report([read_run_records(run)])
+    assert report.figures["sample"][0].key == "answer_correct"  # the judged metric comes first
+    rows = report.questions["rows"]
+    assert rows and all(r[6]["figure"] == "answer_correct" for r in rows)
+    detail = rows[0][6]
+    assert detail["answers"][0]["reader"] == "mock-judge"
+    assert detail["judgements"][0]["judge"] == "mock-judge"
+    assert detail["judgements"][0]["metric"] == "answer_correct"
+
+
+def test_the_part_of_a_run_is_named(sample_run: Path) -> None:
+    records = read_run_records(sample_run)
+    assert part_of(records) == "full"
+    # B's RunSpec.subset and .repeats, read by name until they are merged
+    spec = SimpleNamespace(subset=SimpleNamespace(label="subset: limit 5 (seed 0)"), repeats=3)
+    other = replace(records, manifest=SimpleNamespace(spec=spec))
+    assert part_of(other) == "subset: limit 5 (seed 0), 3 repeats"

@@ -246,9 +246,10 @@ def tier_curves(
         if len({records[k].variant for k in keys}) < 2:
             continue
         order = list(hints.variants.get(name, ()))
-        keys = sorted(keys, key=lambda k: (
+        ran = list(keys)
+        keys = sorted(ran, key=lambda k: (
             order.index(records[k].variant) if records[k].variant in order else len(order),
-            keys.index(k),
+            ran.index(k),
         ))
         shared = [figures_of(runs, k, hints) for k in keys]
         common = [f for f in shared[0] if all(f in other for other in shared[1:])]
