@@ -1181,6 +1181,8 @@ def report(
     for run_dir in runs:
         if not run_dir.is_dir():
             raise fail(f"{run_dir}: not a folder; give results folders (results/<run id>)")
+    if out is not None and out.exists() and not out.is_dir():
+        raise fail(f"--out {out}: a file is in the way; give a folder for the two reports")
     try:
         records = [read_run_records(run_dir) for run_dir in runs]
         written = write_report(records, out or runs[0], report_hints(records))

@@ -48,3 +48,6 @@ def test_report_refuses_what_is_not_a_scored_run(tmp_path: Path) -> None:
     (run / "metrics.jsonl").unlink()
     code, out = _invoke(str(run))
     assert code == 2 and "never scored" in out and "recallbench score" in out
+    (tmp_path / "file").write_text("")
+    code, out = _invoke(str(run), "--out", str(tmp_path / "file"))
+    assert code == 2 and "a file is in the way" in out
