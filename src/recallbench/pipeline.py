@@ -721,7 +721,8 @@ def _stated(
 
 def _provenance(verdicts: Sequence[Verdict], ds: LoadedDataset, run_date: str) -> list[Verdict]:
     """Every verdict with the dataset's checksum and the run's date (``run.json``'s
-    ``started_at``: fixed when the run starts, so re-scoring writes the same bytes)."""
+    ``started_at``: fixed when the run starts, so re-scoring writes the same bytes; ``""``,
+    left out of the JSON, for a predictions file, which has no run date)."""
     return [
         dataclasses.replace(v, dataset_sha256=ds.checksum, run_date=run_date) for v in verdicts
     ]
@@ -1013,7 +1014,7 @@ def score_file(
     scored = predictions_run(result, ds, ref, depths, folder, opts)
     shown = tuple(predictions_tables(scored, bench.report, bench.headline))
     folder.mkdir(parents=True, exist_ok=True)
-    store.write_jsonl(folder / store.VERDICTS, result.verdicts)
+    store.write_jsonl(folder / store.VERDICTS, _provenance(result.verdicts, ds, ""))
     store.write_jsonl(folder / store.METRICS, result.metrics)
     notes = bench.report.summary_notes(ds)
     shown_mode = mode if bench.rules.answer_modes is not None else None

@@ -33,11 +33,13 @@ from recallbench.contracts import (
     verdict_from_dict,
 )
 from recallbench.errors import RunFolderError
+from recallbench.report.answering import ACCOUNTING
 from recallbench.report.tables import fmt
 from recallbench.results import store
 from recallbench.results.failures import failed_run, failures
 from recallbench.results.manifest import DatasetRecord, dataset_scale, read_manifest
 from recallbench.results.scored import Floor, ScoredRun
+from recallbench.score.metrics import TIMING
 
 CARD_VERSION = 1
 """Version of the card's header layout (bumped when a key changes meaning)."""
@@ -47,6 +49,13 @@ UNMEASURED = "unmeasured"
 
 MIN_REPEATS = 3
 """Repeats needed before the card states a reproduction tolerance."""
+
+DESCRIPTIVE: frozenset[str] = frozenset(
+    (*TIMING, *(name for name, _ in ACCOUNTING), "chars_returned_mean",
+     "memories_returned_mean", "error_rate", "unusable_rate")
+)  # fmt: skip
+"""Rows that describe the searches (size, failures, time, cost) rather than score them: a slice
+whose every other row is null was skipped, whatever these say."""
 
 DIGITS = {"chars_returned_mean": 0, "latency_ms_p50": 2}
 """Decimals shown in the Markdown table where three would mislead (the header keeps all)."""
@@ -262,7 +271,8 @@ def _limitations(scored: ScoredRun) -> list[str]:
     per_slice: dict[tuple[str, str, str], list[MetricRow]] = {}
     for r in scored.metrics:
         if r.slice != ALL:
-            per_slice.setdefault((r.dataset, r.slice, r.system), []).append(r)
+            if r.metric not in DESCRIPTIVE:
+                per_slice.setdefault((r.dataset, r.slice, r.system), []).append(r)
             continue
         if r.value is None:
             reason = r.null_reason or "no reason recorded"
@@ -527,10 +537,18 @@ def _markdown(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+class _Dumper(yaml.SafeDumper):
+    """Safe YAML that writes a repeated value out again instead of as an alias (``&id001``),
+    so every key of the header reads on its own."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def render_card(scored: ScoredRun) -> str:
     """``card.md``'s text: the YAML header between ``---`` lines, then the Markdown."""
     data = card_data(scored)
-    header = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    header = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     return "---\n" + header + "---\n\n" + "\n".join(_markdown(data)) + "\n"
 
 
