@@ -3,8 +3,10 @@ re-derived byte for byte, and an unmeasured or carried cell says so."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
+import io
 import json
 import re
 from pathlib import Path
@@ -296,3 +298,18 @@ def test_read_card_refuses_a_file_without_a_header(tmp_path: Path) -> None:
     path.write_text("---\n- a list\n---\n", encoding="utf-8")
     with pytest.raises(CardError, match="not a mapping"):
         read_card(path)
+
+
+def test_the_docs_example_prints_what_its_comments_say(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = Path(__file__).resolve().parents[2] / "docs" / "card.md"
+    (example,) = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.DOTALL)
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["run", "-q", "--operator", "Ada, lab 3", "--out", "results"])
+    assert result.exit_code == 0, result.output
+    expected = [line.split("# ", 1)[1].strip() for line in example.splitlines() if "print(" in line]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(example, str(doc), "exec"), {})
+    assert out.getvalue().splitlines() == expected
