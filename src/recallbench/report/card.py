@@ -98,7 +98,8 @@ def _headline(scored: ScoredRun, d: DatasetRecord) -> list[tuple[str, int | None
     if floor is not None:
         keys += [(f.metric, None) for f in floor.figures]
     info = (scored.manifest.answering.get("datasets") or {}).get(d.key) or {}
-    for name in (*info.get("metrics", ()), *info.get("rule_metrics", ())):
+    weighted = [f"{m}:weighted" for m in info.get("weighted_metrics", ())]
+    for name in (*info.get("metrics", ()), *weighted, *info.get("rule_metrics", ())):
         keys.append((str(name), None))
     keys += [("chars_returned_mean", None), ("latency_ms_p50", None), ("speed_points", None)]
     present = {(r.metric, r.k) for r in scored.metrics if r.dataset == d.key}
@@ -115,7 +116,7 @@ def _result(row: MetricRow, run_id: str) -> dict[str, Any]:
         "n_excluded": row.n_excluded,
         "ci_95": None if row.ci_low is None else [row.ci_low, row.ci_high],
         "run_id": row.run_id,
-        "run_date": row.run_date or UNMEASURED,
+        "run_date": row.run_date or "not recorded (a row of format 3 or older)",
     }
     if row.value is None:
         out["why_unmeasured"] = row.null_reason or "no reason recorded"
