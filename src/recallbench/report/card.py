@@ -57,6 +57,8 @@ DESCRIPTIVE: frozenset[str] = frozenset(
 """Rows that describe the searches (size, failures, time, cost) rather than score them: a slice
 whose every other row is null was skipped, whatever these say."""
 
+SCALE_KEYS = ("questions", "haystack_groups", "sessions", "turns", "mean_turns_per_haystack")
+
 DIGITS = {"chars_returned_mean": 0, "latency_ms_p50": 2}
 """Decimals shown in the Markdown table where three would mislead (the header keeps all)."""
 
@@ -432,9 +434,9 @@ def _markdown(data: Mapping[str, Any]) -> list[str]:
     lines = [
         f"# Results card: run {data['run_id']}",
         "",
-        f"Operator: {data['operator']}. Run date: {data['run_date']} (ended "
-        f"{data['ended_at']}). Scope: {data['scope']}. Mode: {data['mode']}. Outcome: "
-        f"{data['outcome']}.",
+        f"- operator: {data['operator']}",
+        f"- run date: {data['run_date']} (ended {data['ended_at']})",
+        f"- scope: {data['scope']}; mode: {data['mode']}; outcome: {data['outcome']}",
         "",
         "## Results",
         "",
@@ -468,11 +470,15 @@ def _markdown(data: Mapping[str, Any]) -> list[str]:
         ]
         inst = d["instrument"]
         if isinstance(inst, Mapping):
+            kind = "the benchmark's official one" if inst["official"] else "not the official one"
+            lines.append(f"- instrument (reader and judge prompts): {inst['name']} ({kind})")
             lines += [f"  - prompt file {f['file']} sha256 {f['sha256']}"
                       for f in inst["prompt_files"]]  # fmt: skip
         lines += [f"- NON-STANDARD: {label}" for label in d["non_standard"]]
         lines += [
-            "- data scale: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in scale.items()),
+            "- data scale: " + ", ".join(
+                f"{k.replace('_', ' ')} {scale[k]}" for k in SCALE_KEYS if k in scale
+            ),
             f"- haystack: {d['haystack']}; image mode: {d['image_mode']}",
             "- characters returned per question: " + ", ".join(
                 f"{s} {_cell(v, 0)}" for s, v in d["chars_returned_per_question"].items()
