@@ -557,6 +557,13 @@ def run(
         Path | None,
         typer.Option(help="Price table (TOML or JSON: model -> USD per 1M tokens) for cost."),
     ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(
+            help="Who runs it (a name or team, one line): recorded in run.json and the card "
+            "(card.md); not part of the spec, so it does not change the run id."
+        ),
+    ] = None,
 ) -> None:
     """Run memory systems (beside the baselines) on datasets and score retrieval, and in memory
     or answer mode their answers, with each benchmark's official reader and judge.
@@ -601,6 +608,12 @@ def run(
                         f"resumed run keeps its execution settings; drop {flag}, or start a "
                         "new run"
                     )
+            if operator is not None and operator.strip() != manifest.operator:
+                raise fail(
+                    f"--operator {operator!r} conflicts with the run being resumed "
+                    f"({resume / 'run.json'} records operator {manifest.operator!r}): a resumed "
+                    "run keeps who started it; drop --operator"
+                )
             check_resume_flags(
                 ctx,
                 resume,
@@ -684,6 +697,7 @@ def run(
                     group_concurrency=group_concurrency,
                     max_failure_rate=max_failure_rate,
                     extra_manifest=network_extra(network),
+                    operator=operator,
                 )
     except UserError as exc:
         raise fail(str(exc)) from None
