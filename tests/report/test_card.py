@@ -315,3 +315,12 @@ def test_the_docs_example_prints_what_its_comments_say(
     with contextlib.redirect_stdout(out):
         exec(compile(example, str(doc), "exec"), {})
     assert out.getvalue().splitlines() == expected
+
+
+def test_every_interval_on_the_card_says_how_it_was_drawn(card: dict[str, Any]) -> None:
+    results = card["datasets"][0]["results"]
+    with_ci = [r for r in results if r["ci_95"] is not None]
+    assert with_ci
+    for r in with_ci:  # the sample is one global haystack
+        assert r["ci_resampled"].startswith("questions by slice, 1000 draws, seed "), r
+    assert all("ci_resampled" not in r for r in results if r["ci_95"] is None)

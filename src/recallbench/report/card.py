@@ -117,6 +117,8 @@ def _result(row: MetricRow, run_id: str) -> dict[str, Any]:
         "denominator_name": row.denominator_name,
         "n_excluded": row.n_excluded,
         "ci_95": None if row.ci_low is None else [row.ci_low, row.ci_high],
+        **({"ci_resampled": f"{row.ci_unit}, {row.ci_iterations} draws, seed {row.ci_seed}"}
+           if row.ci_unit else {}),
         "run_id": row.run_id,
         "run_date": row.run_date or "not recorded (a row of format 3 or older)",
     }
