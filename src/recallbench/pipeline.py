@@ -776,10 +776,10 @@ def _score_run(
             mark_incomplete(r, unasked[r.system].get(ALL, 0)) if r.system in unasked else r
             for r in speed_rows(ds, observations, systems, manifest.run_id, speed_of(manifest))
         )
-        metrics.extend(
-            _stated(rows, spec.mode, answering.non_standard if answering else ())
-        )
+        stated = _stated(rows, spec.mode, answering.non_standard if answering else ())
+        metrics.extend(stated)
         bench.report.write_exports(run_dir, ds, observations, v)
+        bench.report.write_submission(run_dir, manifest, ds, v, stated)
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
     store.write_jsonl(run_dir / store.METRICS, metrics)
     scored = ScoredRun(

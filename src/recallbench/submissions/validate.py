@@ -290,8 +290,11 @@ def _compare_bytes(
                 changed = ["order or formatting"]
             diffs.append(
                 f"{_short_key(row, key)}: "
-                + ", ".join(f"{f} {row.get(f)!r} claimed, {other.get(f)!r} re-scored"
-                            for f in changed if f in row or f in other)
+                + ", ".join(
+                    f"{f} {row.get(f)!r} claimed, {other.get(f)!r} re-scored"
+                    for f in changed
+                    if f in row or f in other
+                )
             )
     if len(theirs) != len(mine):
         diffs.append(f"{len(theirs)} rows claimed, {len(mine)} re-scored")
@@ -302,8 +305,11 @@ def _compare_bytes(
 
 
 def _filled(
-    claimed_metrics: bytes | None, actual_metrics: bytes, claimed_verdicts: bytes | None,
-    actual_verdicts: bytes, v: Validation,
+    claimed_metrics: bytes | None,
+    actual_metrics: bytes,
+    claimed_verdicts: bytes | None,
+    actual_verdicts: bytes,
+    v: Validation,
 ) -> None:
     name = "no unmeasured cell filled"
     found: list[str] = []
@@ -313,14 +319,15 @@ def _filled(
         if row.get("value") is None:
             continue
         if other is None:
-            found.append(f"{_short_key(row, METRIC_KEY)}: a value for a row the records "
-                         "do not produce")
+            found.append(
+                f"{_short_key(row, METRIC_KEY)}: a value for a row the records do not produce"
+            )
         elif other.get("value") is None:
-            found.append(f"{_short_key(row, METRIC_KEY)}: {row['value']!r} claimed, null "
-                         f"re-scored ({other.get('null_reason')})")
-    by_q = {
-        json.dumps([r.get(f) for f in VERDICT_KEY]): r for r in _lines(actual_verdicts)
-    }
+            found.append(
+                f"{_short_key(row, METRIC_KEY)}: {row['value']!r} claimed, null "
+                f"re-scored ({other.get('null_reason')})"
+            )
+    by_q = {json.dumps([r.get(f) for f in VERDICT_KEY]): r for r in _lines(actual_verdicts)}
     for row in _lines(claimed_verdicts or b""):
         other = by_q.get(json.dumps([row.get(f) for f in VERDICT_KEY]))
         if other is None:
@@ -331,8 +338,10 @@ def _filled(
         for metric, value in sorted(theirs.items()):
             if value is not None and ours.get(metric) is None:
                 reason = (other.get("null_reasons") or {}).get(metric, "not produced")
-                found.append(f"{_short_key(row, VERDICT_KEY)} {metric}: {value!r} claimed, "
-                             f"null re-scored ({reason})")
+                found.append(
+                    f"{_short_key(row, VERDICT_KEY)} {metric}: {value!r} claimed, "
+                    f"null re-scored ({reason})"
+                )
     if found:
         more = f" (and {len(found) - SHOWN} more)" if len(found) > SHOWN else ""
         v.add(name, FAIL, "; ".join(found[:SHOWN]) + more)
@@ -361,7 +370,10 @@ def _remove_derived(run_dir: Path) -> None:
 
 
 def _rescore(
-    run_dir: Path, manifest: RunManifest, loaded: Sequence[LoadedDataset], data_dir: Path,
+    run_dir: Path,
+    manifest: RunManifest,
+    loaded: Sequence[LoadedDataset],
+    data_dir: Path,
     v: Validation,
 ) -> None:
     claimed_v = _read(run_dir / store.VERDICTS)
@@ -371,8 +383,12 @@ def _rescore(
         v.metrics = _lines(claimed_m)
     incomplete = any(NOT_ASKED in str(r.get("exclusion_rule") or "") for r in v.metrics)
     _remove_derived(run_dir)
-    names = ("verdicts recomputed", "aggregates recomputed", "no unmeasured cell filled",
-             "derived files recomputed")
+    names = (
+        "verdicts recomputed",
+        "aggregates recomputed",
+        "no unmeasured cell filled",
+        "derived files recomputed",
+    )
     if not loaded:
         for n in names:
             v.add(n, FAIL, "not re-scored: the datasets could not be loaded")
@@ -393,8 +409,11 @@ def _rescore(
     rederived = _derived_files(run_dir)
     differ = [rel for rel, data in claimed.items() if rel in rederived and rederived[rel] != data]
     unchecked = [rel for rel in claimed if rel not in rederived]
-    note = f"; not re-derived by this recallbench, unchecked: {', '.join(unchecked)}" \
-        if unchecked else ""
+    note = (
+        f"; not re-derived by this recallbench, unchecked: {', '.join(unchecked)}"
+        if unchecked
+        else ""
+    )
     if differ:
         v.add(names[3], FAIL, f"differ from the re-derived bytes: {', '.join(differ)}{note}")
     else:
@@ -419,8 +438,11 @@ def validate_folder(run_dir: Path, data_dir: Path, cache_dir: Path, v: Validatio
         v.add("run.json", FAIL, str(exc))
         return
     v.manifest = manifest
-    v.add("run.json", PASS, f"run {manifest.run_id}, format {manifest.format_version}, "
-          f"status {manifest.status}")
+    v.add(
+        "run.json",
+        PASS,
+        f"run {manifest.run_id}, format {manifest.format_version}, status {manifest.status}",
+    )
     if (run_dir / CARD).is_file():
         with contextlib.suppress(UserError, ValueError, OSError):
             v.card = _read_card(run_dir / CARD)
