@@ -92,7 +92,7 @@ class _Budget:
     def _total_cap(self) -> int:
         cap = self.limits.total_bytes
         if self.archive_bytes is not None:
-            cap = min(cap, int(max(self.archive_bytes, CHUNK) * self.limits.ratio))
+            cap = min(cap, int(max(self.archive_bytes, 1024) * self.limits.ratio))
         return cap
 
     def _refuse_total(self, total: int) -> None:
@@ -149,10 +149,11 @@ def _target(root: Path, name: PurePosixPath) -> Path:
 
 def _zip_member(info: zipfile.ZipInfo) -> _Member:
     name = safe_member_name(info.filename)
-    mode = info.external_attr >> 16
-    if mode and (stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))):
-        kind = "symlink" if stat.S_ISLNK(mode) else "special file"
-        raise BundleError(f"member {info.filename!r}: a {kind}")
+    kind = stat.S_IFMT(info.external_attr >> 16)  # 0: no Unix type recorded (plain file)
+    if kind == stat.S_IFLNK:
+        raise BundleError(f"member {info.filename!r}: a symlink")
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+        raise BundleError(f"member {info.filename!r}: a device, FIFO or other special file")
     if info.flag_bits & 0x1:
         raise BundleError(f"member {info.filename!r}: encrypted")
     return _Member(name, info.is_dir(), 0 if info.is_dir() else info.file_size)
