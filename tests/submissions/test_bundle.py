@@ -28,8 +28,9 @@ def _private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _left_over(tmp_path: Path) -> list[str]:
     """Everything written under the test folder besides the archive and the temp root."""
     return sorted(
-        str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.name != "tmp"
-        and not p.name.startswith("bundle.")
+        str(p.relative_to(tmp_path))
+        for p in tmp_path.rglob("*")
+        if p.name != "tmp" and not p.name.startswith("bundle.")
     )
 
 
@@ -127,8 +128,9 @@ def test_archive_bombs_and_absurd_sizes_are_refused(tmp_path: Path) -> None:
     z = _zip(tmp_path / "bundle.zip", {**RUN, "run/big": os.urandom(500)})
     with pytest.raises(BundleError, match="total_bytes"), opened_bundle(z, small):
         pass
-    with pytest.raises(BundleError, match="member_bytes"), opened_bundle(
-        z, Limits(member_bytes=100, ratio=1e9)
+    with (
+        pytest.raises(BundleError, match="member_bytes"),
+        opened_bundle(z, Limits(member_bytes=100, ratio=1e9)),
     ):
         pass
     many = {f"run/f{i}": b"" for i in range(5)}
@@ -165,8 +167,9 @@ def test_no_run_json_and_not_an_archive_are_clear_errors(tmp_path: Path) -> None
         pass
     other = tmp_path / "notes.txt"
     other.write_text("hi")
-    with pytest.raises(BundleError, match="not a results folder or an archive"), opened_bundle(
-        other
+    with (
+        pytest.raises(BundleError, match="not a results folder or an archive"),
+        opened_bundle(other),
     ):
         pass
     broken = tmp_path / "bundle.tar.gz"
