@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tarfile
 import zipfile
@@ -177,3 +178,50 @@ def test_not_a_results_folder(tmp_path: Path) -> None:
     assert not v.ok and "no run.json" in v.checks[0].detail
     result = CliRunner().invoke(app, ["validate", str(tmp_path / "missing")])
     assert result.exit_code == 1 and "no such file" in result.output
+
+
+def test_a_malformed_record_fails_a_check_and_raises_nothing(bundle: Path, tmp_path: Path) -> None:
+    with (bundle / store.OBSERVATIONS).open("a") as f:
+        f.write('{"question_id": 3}\n')
+    v = _validate(bundle, tmp_path)
+    assert not v.ok
+    assert _check(v, "aggregates recomputed") == FAIL
+    raw = json.loads((bundle / store.RUN_JSON).read_text())
+    raw["spec"] = "not a spec"
+    (bundle / store.RUN_JSON).write_text(json.dumps(raw))
+    v = _validate(bundle, tmp_path)
+    assert _check(v, "run.json") == FAIL
+
+
+def test_pins_are_the_benchmarks_own(tmp_path: Path) -> None:
+    """A recorded Glasshouse answering record is checked against the pins read from the
+    benchmark's pinned ``judge.py``: another model, an edited pin, a changed instrument file
+    hash and a non-standard label each fail."""
+    local = Path(os.environ.get("RECALLBENCH_INSTRUMENTS", "/nonexistent"))
+    if not (local / "glasshouse" / "glasshouse-v0.1" / "judge.py").is_file():
+        pytest.skip("Glasshouse's judge.py not in $RECALLBENCH_INSTRUMENTS")
+    from recallbench.benchmarks.glasshouse.answering import glasshouse_answering
+    from recallbench.contracts import to_json_dict
+    from recallbench.instruments.protocol import InstrumentOptions
+    from recallbench.submissions.validate import _pin_problems
+
+    inst = glasshouse_answering(InstrumentOptions(cache_dir=tmp_path / "cache"))
+    honest = {
+        "reader": {"model": inst.reader.model}, "reader_pin": to_json_dict(inst.reader),
+        "judge": {"model": inst.judge_pin.model}, "judge_pin": to_json_dict(inst.judge_pin),
+        "files": [to_json_dict(f) for f in inst.files()], "non_standard": [],
+    }  # fmt: skip
+    assert _pin_problems("gh", honest, inst) == []
+    other = {**honest, "judge": {"model": "mock-judge"}}
+    assert _pin_problems("gh", other, inst) == [
+        f"gh: judge mock-judge, the benchmark pins {inst.judge_pin.model}"
+    ]
+    edited = {**honest, "reader_pin": {**honest["reader_pin"], "model": "x/y"}}
+    assert "gh: the reader pin in run.json is not the benchmark's" in _pin_problems(
+        "gh", edited, inst
+    )
+    files = [{**f, "sha256": "0" * 64} for f in honest["files"]]
+    assert any("instrument file" in p for p in _pin_problems("gh", {**honest, "files": files},
+                                                             inst))  # fmt: skip
+    labelled = {**honest, "non_standard": ["not a glasshouse-v0.1 score: same model"]}
+    assert _pin_problems("gh", labelled, inst) == ["gh: not a glasshouse-v0.1 score: same model"]

@@ -41,6 +41,7 @@ from recallbench import answers
 from recallbench.contracts import to_json_dict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.errors import UserError
+from recallbench.instruments.protocol import AnswerInstrument
 from recallbench.pipeline import load_run_datasets, score_run
 from recallbench.results import store
 from recallbench.results.manifest import RunManifest, read_manifest
@@ -89,6 +90,10 @@ class Validation:
 
     def add(self, name: str, status: str, detail: str) -> None:
         self.checks.append(Check(name, status, detail))
+
+
+def _what(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:200]
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -177,6 +182,9 @@ def _check_datasets(manifest: RunManifest, data_dir: Path, v: Validation) -> lis
     except UserError as exc:
         v.add(name, FAIL, f"{exc} (the data must be available locally to check a bundle)")
         return []
+    except Exception as exc:
+        v.add(name, FAIL, f"run.json's datasets cannot be reloaded ({_what(exc)})")
+        return []
     v.add(
         name,
         PASS,
@@ -203,6 +211,7 @@ def _check_pins(
         return
     recorded_all = manifest.answering.get("datasets") or {}
     bad: list[str] = []
+    pinned = False
     for ds in loaded:
         rec = recorded_all.get(ds.key)
         if not isinstance(rec, Mapping):
@@ -213,31 +222,44 @@ def _check_pins(
         except UserError as exc:
             bad.append(f"{ds.key}: its instrument cannot be read ({exc})")
             continue
-        pins = {
-            "reader": None if inst.reader is None else to_json_dict(inst.reader),
-            "judge": None if inst.judge_pin is None else to_json_dict(inst.judge_pin),
-        }
-        for role, pin in pins.items():
-            if not _same(rec.get(f"{role}_pin"), pin):
-                bad.append(f"{ds.key}: the {role} pin in run.json is not the benchmark's")
-            used = rec.get(role)
-            if pin is None or used is None:
-                continue
-            model = used.get("model") if isinstance(used, Mapping) else None
-            if model != pin["model"]:
-                bad.append(f"{ds.key}: {role} {model}, the benchmark pins {pin['model']}")
-        files = {f["path"]: f.get("sha256") for f in rec.get("files", []) if isinstance(f, dict)}
-        for f in inst.files():
-            if files.get(f.path) != f.sha256:
-                bad.append(
-                    f"{ds.key}: instrument file {f.path} sha256 {str(files.get(f.path))[:12]} "
-                    f"in run.json, {f.sha256[:12]} from the pinned source"
-                )
-        bad += [f"{ds.key}: {label}" for label in rec.get("non_standard", [])]
+        pinned = pinned or inst.reader is not None or inst.judge_pin is not None
+        try:
+            bad += _pin_problems(ds.key, rec, inst)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            bad.append(f"{ds.key}: run.json's answering record is malformed ({_what(exc)})")
     if bad:
         v.add(name, FAIL, "; ".join(dict.fromkeys(bad)))
+    elif not pinned:
+        v.add(name, PASS, f"{a.mode} mode: the benchmark pins no reader or judge (none to match)")
     else:
         v.add(name, PASS, f"{a.mode} mode: reader and judge as the benchmark pins them")
+
+
+def _pin_problems(key: str, rec: Mapping[str, Any], inst: AnswerInstrument) -> list[str]:
+    """What differs between a dataset's recorded answering and its instrument's pins."""
+    bad: list[str] = []
+    pins = {
+        "reader": None if inst.reader is None else to_json_dict(inst.reader),
+        "judge": None if inst.judge_pin is None else to_json_dict(inst.judge_pin),
+    }
+    for role, pin in pins.items():
+        if not _same(rec.get(f"{role}_pin"), pin):
+            bad.append(f"{key}: the {role} pin in run.json is not the benchmark's")
+        used = rec.get(role)
+        if pin is None or used is None:
+            continue
+        model = used.get("model") if isinstance(used, Mapping) else None
+        if model != pin["model"]:
+            bad.append(f"{key}: {role} {model}, the benchmark pins {pin['model']}")
+    files = {f["path"]: f.get("sha256") for f in rec.get("files", []) if isinstance(f, dict)}
+    for f in inst.files():
+        if files.get(f.path) != f.sha256:
+            bad.append(
+                f"{key}: instrument file {f.path} sha256 {str(files.get(f.path))[:12]} "
+                f"in run.json, {f.sha256[:12]} from the pinned source"
+            )
+    bad += [f"{key}: {label}" for label in rec.get("non_standard", [])]
+    return bad
 
 
 # ----------------------------------------------------------------------------- re-scoring
@@ -399,6 +421,10 @@ def _rescore(
         for n in names:
             v.add(n, FAIL, f"re-scoring the logs failed: {exc}")
         return
+    except Exception as exc:  # malformed records are the bundle's fault, not a bug
+        for n in names:
+            v.add(n, FAIL, f"re-scoring the logs failed on a malformed record ({_what(exc)})")
+        return
     actual_v = (run_dir / store.VERDICTS).read_bytes()
     actual_m = (run_dir / store.METRICS).read_bytes()
     _compare_bytes(names[0], claimed_v, actual_v, VERDICT_KEY, v)
@@ -436,6 +462,9 @@ def validate_folder(run_dir: Path, data_dir: Path, cache_dir: Path, v: Validatio
         raw = json.loads((run_dir / store.RUN_JSON).read_text(encoding="utf-8"))
     except UserError as exc:
         v.add("run.json", FAIL, str(exc))
+        return
+    except Exception as exc:  # a malformed manifest is the bundle's fault, not a bug
+        v.add("run.json", FAIL, f"not a readable manifest ({_what(exc)})")
         return
     v.manifest = manifest
     v.add(
