@@ -15,12 +15,14 @@ checks that re-score it never write into the sender's folder.
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import stat
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -188,12 +190,35 @@ def _tar_member(info: tarfile.TarInfo) -> _Member:
     return _Member(name, info.isdir(), 0 if info.isdir() else info.size)
 
 
+class _CappedReader:
+    """A file's bytes, decompressed if gzip, refused past a cap: bounds everything tarfile reads
+    (headers and long-name records included), not only the members' declared sizes."""
+
+    def __init__(self, raw: IO[bytes], cap: int, budget: _Budget) -> None:
+        self._raw = raw
+        self._cap = cap
+        self._budget = budget
+        self.read_bytes = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._raw.read(n if n is not None and n >= 0 else CHUNK)
+        self.read_bytes += len(data)
+        if self.read_bytes > self._cap:
+            self._budget._refuse_total(self.read_bytes)
+        return data
+
+
 def _extract_tar(path: Path, root: Path, limits: Limits) -> None:
     budget = _Budget(limits, path.stat().st_size)
-    mode = "r|" if path.name.lower().endswith(".tar") else "r|gz"
+    gz = not path.name.lower().endswith(".tar")
+    # the whole stream may be a little over the members' bytes: 512-byte headers, padding
+    cap = budget._total_cap() + 2048 * limits.members + (1 << 20)
     try:
         # stream mode: one pass, each member checked before its bytes are read
-        with tarfile.open(path, mode) as tf:  # noqa: SIM117
+        with (
+            (gzip.open(path, "rb") if gz else open(path, "rb")) as raw,
+            tarfile.open(fileobj=_CappedReader(raw, cap, budget), mode="r|") as tf,  # type: ignore[arg-type]
+        ):
             for info in tf:
                 m = _tar_member(info)
                 budget.declare(m)
@@ -204,7 +229,7 @@ def _extract_tar(path: Path, root: Path, limits: Limits) -> None:
                 src = tf.extractfile(info)
                 assert src is not None  # a regular file
                 _write(src, dest, m, budget)
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         if isinstance(exc, FileExistsError):
             raise BundleError(f"{path}: a member written twice ({exc.filename})") from None
         raise BundleError(f"{path}: not a readable tar archive ({exc})") from None
