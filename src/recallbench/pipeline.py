@@ -823,12 +823,12 @@ def _score_run(
             mark_incomplete(r, unasked[r.system].get(ALL, 0)) if r.system in unasked else r
             for r in speed_rows(ds, observations, systems, manifest.run_id, speed_of(manifest))
         )
-        metrics.extend(
-            _stated(
-                rows, spec.mode, answering.non_standard if answering else (), manifest.started_at
-            )
+        stated = _stated(
+            rows, spec.mode, answering.non_standard if answering else (), manifest.started_at
         )
+        metrics.extend(stated)
         bench.report.write_exports(run_dir, ds, observations, v)
+        bench.report.write_submission(run_dir, manifest, ds, v, stated)
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
     store.write_jsonl(run_dir / store.METRICS, metrics)
     manifest.scored_from = store.log_hashes(run_dir)
