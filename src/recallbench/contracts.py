@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-FORMAT_VERSION = "3"
+FORMAT_VERSION = "4"
 """Version of the results folder format; ``run.json`` records it and readers check it."""
 
 ALL = "all"

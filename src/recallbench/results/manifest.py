@@ -38,7 +38,19 @@ def _from_2(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"1": _from_1, "2": _from_2}
+def _from_3(d: dict[str, Any]) -> dict[str, Any]:
+    """Format 4 stores each memory list once, in ``lists.jsonl``, and an observation names it
+    by ``memories_sha256`` (:class:`recallbench.results.store.ObservationLog`); the reader
+    still takes lists inline, so a format-3 folder reads as it is: its manifest needs no
+    change."""
+    return d
+
+
+UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "1": _from_1,
+    "2": _from_2,
+    "3": _from_3,
+}
 """``{version: function}``: turns a manifest of ``version`` into one of the next version."""
 
 
