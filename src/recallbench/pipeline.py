@@ -424,7 +424,7 @@ def _answer_step(
     make_call = llm.call_factory or answers.call_factory(cache, llm.use_cache, llm.prices)
     for item in planned:
         answers.run_step(run_dir, manifest.run_id, spec, [item], observations, make_call,
-                         progress=progress_ticker(progress, f"{spec.mode} {item.dataset.key}"))
+                         phases=progress.phase if progress is not None else None)
 
 
 def _execute(
@@ -553,7 +553,7 @@ def rejudge_run(
         for item in planned:
             answers.run_step(
                 run_dir, manifest.run_id, judged, [item], observations, make_call,
-                judge_only=True, progress=progress_ticker(progress, f"judge {item.dataset.key}"),
+                judge_only=True, phases=progress.phase if progress is not None else None,
             )
         record = answering_record(judged, planned, cache)
         record["judges"] = sorted({*manifest.answering.get("judges", ()), *record["judges"]})
