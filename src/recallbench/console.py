@@ -6,8 +6,8 @@
   (:func:`recallbench.report.layout.fit_to_width`): no cell or header is ever cut, and a
   column that cannot fit even alone folds onto a second line rather than losing characters.
 * Progress: one task per phase (ingest, search, answer, judge) of each system and dataset,
-  with an ETA from an exponentially smoothed rate (:class:`SmoothedRate`), so it does not jump
-  when items finish in bursts.
+  with an ETA from a smoothed rate (:class:`SmoothedRate`) that does not jump when items
+  finish in bursts.
 """
 
 from __future__ import annotations
@@ -77,41 +77,46 @@ def print_table(t: Table, out: Console | None = None) -> None:
 
 
 class SmoothedRate:
-    """Items per second, smoothed exponentially over time (half-life ``half_life_s``), and the
-    time left at that rate. The first estimate is the mean rate since the first sample; each
-    later sample moves the rate toward the rate since the previous one by a share that grows
-    with the time between them, so a burst of items moves the ETA a little, not all the way."""
+    """Items per second, smoothed exponentially (half-life ``half_life_s``), and the time
+    left at that rate.
+
+    The rate is measured from one completion to the next (items done since the last one, over
+    the time since it), never over an idle stretch alone, so items that finish in bursts give
+    the burst's true average and not "stopped" then "ten times faster"; each measurement moves
+    the rate by a share that grows with the time it covers. Between completions the time left
+    counts down with the clock, so the ETA moves steadily instead of jumping at each burst."""
 
     def __init__(self, half_life_s: float = 30.0) -> None:
         self.half_life_s = half_life_s
         self.rate: float | None = None
-        self._first: tuple[float, float] | None = None
-        self._last: tuple[float, float] | None = None
+        self._event: tuple[float, float] | None = None  # (time, completed) of the last change
+        self._now = 0.0
 
     def update(self, now: float, completed: float) -> None:
         """Record that ``completed`` items were done at time ``now`` (seconds)."""
-        if self._first is None:
-            self._first = self._last = (now, completed)
+        self._now = now
+        if self._event is None:
+            self._event = (now, completed)
             return
-        assert self._last is not None
-        t0, c0 = self._last
+        t0, c0 = self._event
         dt = now - t0
-        if dt <= 0:
+        if completed <= c0 or dt <= 0:
             return
+        measured = (completed - c0) / dt
         if self.rate is None:
-            start, done = self._first
-            if completed > done:
-                self.rate = (completed - done) / (now - start)
+            self.rate = measured
         else:
             share = 1.0 - 0.5 ** (dt / self.half_life_s)
-            self.rate += share * ((completed - c0) / dt - self.rate)
-        self._last = (now, completed)
+            self.rate += share * (measured - self.rate)
+        self._event = (now, completed)
 
     def remaining_s(self, completed: float, total: float | None) -> float | None:
-        """Seconds left for ``total - completed`` items at the smoothed rate (None: unknown)."""
-        if total is None or self.rate is None or self.rate <= 0:
+        """Seconds left for ``total - completed`` items at the smoothed rate, less the time
+        since the last completion (None: not known yet)."""
+        if total is None or self.rate is None or self.rate <= 0 or self._event is None:
             return None
-        return max(0.0, total - completed) / self.rate
+        left = max(0.0, total - completed) / self.rate
+        return max(0.0, left - (self._now - self._event[0]))
 
 
 class SmoothedEtaColumn(ProgressColumn):
