@@ -1213,9 +1213,7 @@ def datasets_cmd(data_dir: DataDirOpt = None) -> None:
     from recallbench.benchmarks import dataset_specs
 
     data = resolve_data_dir(data_dir)
-    t = RichTable(title=escape(f"registered datasets (data dir: {data})"), title_justify="left")
-    for c in ("name", "version", "variants", "licence", "haystack", "local files"):
-        t.add_column(c)
+    rows = []
     for name, spec in dataset_specs().items():
         files = {f.name for v in (spec.variants or ("",)) for f in spec.variant_files(v)}
         if name == "sample":
@@ -1223,8 +1221,14 @@ def datasets_cmd(data_dir: DataDirOpt = None) -> None:
         else:
             here = f"{sum((data / name / f).exists() for f in files)}/{len(files)}"
         cells = (name, spec.version, "|".join(spec.variants) or "-", spec.license, spec.haystack)
-        t.add_row(*(escape(c) for c in (*cells, here)))
-    console.print(t)
+        rows.append((*cells, here))
+    print_table(
+        Table(
+            f"registered datasets (data dir: {data})",
+            ("name", "version", "variants", "licence", "haystack", "local files"),
+            tuple(rows),
+        )
+    )
 
 
 @app.command()
@@ -1307,7 +1311,7 @@ def verify(
         checks += selfcheck.check_datasets(resolve_data_dir(data_dir))
     t = RichTable(title="recallbench verify", title_justify="left")
     for c in ("area", "subject", "check", "status", "detail"):
-        t.add_column(c)
+        t.add_column(c, overflow="fold")  # wrapped at a narrow width, never cut
     style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
     for c in checks:
         t.add_row(

@@ -67,13 +67,21 @@ def print_table(t: Table, out: Console | None = None) -> None:
         rt = RichTable()
         for i, c in enumerate(part.columns):
             # escape: cells hold names such as "x[draft]", never markup
-            justify = "left" if i < t.key_columns else "right"
+            numbers = i >= t.key_columns and all(_numeric(row[i]) for row in part.rows)
+            justify = "right" if numbers else "left"
             rt.add_column(escape(c), justify=justify, overflow="fold")
         for row in part.rows:
             rt.add_row(*(escape(c) for c in row))
         target.print(rt)
         if part.caption:
             target.print(part.caption, markup=False, highlight=False, soft_wrap=wrap)
+
+
+def _numeric(cell: str) -> bool:
+    """Whether a cell holds a figure (``0.455 (n=633)``, ``12/50``, ``null``, ``-``): such
+    columns are right-aligned, text columns left-aligned."""
+    text = cell.strip()
+    return text in ("", "-", "null", "n/a") or text.lstrip("+-")[:1].isdigit()
 
 
 class SmoothedRate:
