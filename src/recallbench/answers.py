@@ -360,8 +360,11 @@ def run_step(
     *,
     judge_only: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    phases: Callable[[str, str, int], Callable[[int], None]] | None = None,
 ) -> None:
-    """Write the answers and judgements the folder lacks, dataset by dataset."""
+    """Write the answers and judgements the folder lacks, dataset by dataset; ``phases(phase,
+    dataset key, total)`` starts a progress task per phase (``answer``, ``judge``) and
+    returns its advance function (else ``progress(done, total)`` ticks once per question)."""
     a = spec.answering
     assert a is not None
     for item in planned:
@@ -381,9 +384,17 @@ def run_step(
             run_dir, run_id, a.mode, roles, seed=spec.seed, concurrency=a.llm_concurrency,
             reader_preset=a.reader_preset or (item.instrument.reader_presets or (None,))[0],
             progress=progress,
+            phases=None if phases is None else partial_phases(phases, item.dataset.key),
         )
         obs = [o for o in observations if o.dataset == item.dataset.key]
         step.run([DatasetJob(item.dataset, item.instrument, obs, empty_tokens)])
+
+
+def partial_phases(
+    phases: Callable[[str, str, int], Callable[[int], None]], what: str
+) -> Callable[[str, int], Callable[[int], None]]:
+    """``phases`` with its middle argument (what the task is of) fixed to ``what``."""
+    return lambda phase, total: phases(phase, what, total)
 
 
 def file_answer(

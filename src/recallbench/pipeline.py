@@ -39,6 +39,7 @@ from recallbench.contracts import (
     Observation,
     Verdict,
     ingest_from_dict,
+    verdict_from_dict,
 )
 from recallbench.controls import run_floors
 from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
@@ -105,6 +106,8 @@ __all__ = [
     "check_spec",
     "check_errata_used",
     "check_systems",
+    "export_formats",
+    "export_run",
     "load_run_datasets",
     "read_logs",
     "read_manifest",
@@ -445,7 +448,7 @@ def _answer_step(
     make_call = llm.call_factory or answers.call_factory(cache, llm.use_cache, llm.prices)
     for item in planned:
         answers.run_step(run_dir, manifest.run_id, spec, [item], observations, make_call,
-                         progress=progress_ticker(progress, f"{spec.mode} {item.dataset.key}"))
+                         phases=progress.phase if progress is not None else None)
 
 
 def _execute(
@@ -578,7 +581,7 @@ def rejudge_run(
         for item in planned:
             answers.run_step(
                 run_dir, manifest.run_id, judged, [item], observations, make_call,
-                judge_only=True, progress=progress_ticker(progress, f"judge {item.dataset.key}"),
+                judge_only=True, phases=progress.phase if progress is not None else None,
             )
         record = answering_record(judged, planned, cache)
         record["judges"] = sorted({*manifest.answering.get("judges", ()), *record["judges"]})
@@ -621,6 +624,43 @@ def load_run_datasets(manifest: RunManifest, data_dir: Path) -> list[LoadedDatas
     return out
 
 
+def export_formats(datasets: Sequence[LoadedDataset]) -> list[str]:
+    """The interop formats some dataset of ``datasets`` can be exported in, sorted."""
+    return sorted({f for ds in datasets for f in benchmark_of(ds).report.export_formats})
+
+
+def export_run(run_dir: Path, data_dir: Path, format_name: str) -> list[Path]:
+    """Write a scored run's interop files in ``format_name`` (``glasshouse``: Glasshouse's run
+    records, ``exports/glasshouse/<system>/<tier>-<question set>.jsonl``) for every dataset
+    whose benchmark writes that format, from the observations and ``verdicts.jsonl``; returns
+    the files under ``exports/<format>/``, sorted. Refuses an unknown format, a run none of
+    whose datasets has it, and a run not scored yet. Holds the folder's lock while it writes."""
+    manifest = read_manifest(run_dir)
+    loaded = load_run_datasets(manifest, data_dir)
+    chosen = [ds for ds in loaded if format_name in benchmark_of(ds).report.export_formats]
+    if not chosen:
+        known = export_formats(loaded)
+        offer = f"formats for this run: {', '.join(known)}" if known else "its datasets have none"
+        raise UserError(
+            f"--format {format_name}: no dataset of {run_dir} can be exported in that format "
+            f"({offer})"
+        )
+    if not (run_dir / store.VERDICTS).exists():
+        raise UserError(
+            f"{run_dir} has not been scored (no {store.VERDICTS}): run `recallbench score "
+            f"{run_dir}` first"
+        )
+    with store.lock_folder(run_dir):
+        observations = store.read_observations(run_dir)
+        verdicts = [
+            verdict_from_dict(d) for d in store.read_jsonl_tolerant(run_dir / store.VERDICTS)
+        ]
+        for ds in chosen:
+            mine = [v for v in verdicts if v.dataset == ds.key]
+            benchmark_of(ds).report.write_exports(run_dir, ds, observations, mine)
+    return sorted(p for p in (run_dir / "exports" / format_name).rglob("*") if p.is_file())
+
+
 def read_logs(run_dir: Path) -> tuple[list[Observation], list[IngestRecord]]:
     obs = store.read_observations(run_dir)
     ing = [ingest_from_dict(d) for d in store.read_jsonl_tolerant(run_dir / store.INGEST)]
@@ -649,7 +689,8 @@ def score_run(
     *,
     incomplete: bool = False,
 ) -> ScoredRun:
-    """Re-score a results folder from its logs: verdicts, metrics, exports and summary.
+    """Re-score a results folder from its logs: verdicts, metrics and summary (interop exports
+    are written on request, by :func:`export_run`).
 
     The summary also shows each dataset's floor (:func:`recallbench.controls.run_floors` at the
     run's depths), computed here from the questions and written to no log.
@@ -824,7 +865,6 @@ def _score_run(
             rows, spec.mode, answering.non_standard if answering else (), manifest.started_at
         )
         metrics.extend(stated)
-        bench.report.write_exports(run_dir, ds, observations, v)
         bench.report.write_submission(run_dir, manifest, ds, v, stated)
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
     store.write_jsonl(run_dir / store.METRICS, metrics)

@@ -16,7 +16,7 @@ from recallbench.report.answering import answering_lines, answering_table
 from recallbench.report.floor import floor_table
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.speed import speed_table
-from recallbench.report.tables import Table, fmt
+from recallbench.report.tables import Table, fmt, in_order, markdown_table
 from recallbench.results.scored import Floor, ScoredRun
 
 Reports = Mapping[str, BenchmarkReport]
@@ -68,18 +68,26 @@ def _retrieval_columns(spec_k: Sequence[int], kmax: int) -> tuple[str, ...]:
     return tuple(columns)
 
 
+def _retrieval_breaks(columns: Sequence[str], kmax: int) -> tuple[int, ...]:
+    """Where the retrieval table splits first when too wide: hits | the other ranking
+    figures | the cost columns (errors, empty, characters, latency, ingest)."""
+    return (columns.index(f"recall@{kmax}"), columns.index("errors"))
+
+
 def retrieval_floor_table(floor: Floor, ks: Sequence[int]) -> Table:
     """A retrieval floor alone, in the columns of the retrieval table at depths ``ks``
     (``recallbench controls`` on a retrieval-only dataset)."""
     kmax = max(ks)
     rows = [tuple(_retrieval_cells(c.label, c.metrics, ks, kmax)[0]) for c in floor.controls]
     notes = " ".join(RETRIEVAL_FLOOR_NOTE.format(label=c.label) for c in floor.controls)
+    columns = _retrieval_columns(ks, kmax)
     return Table(
         f"{floor.dataset}: retrieval floor (the {floor.rules} rules score no answer)",
-        _retrieval_columns(ks, kmax),
+        columns,
         tuple(rows),
         "n = questions scored for retrieval; errors and empty are out of all questions asked. "
         + notes,
+        breaks=_retrieval_breaks(columns, kmax),
     )
 
 
@@ -112,7 +120,11 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
         + "".join(f" {note}" for note in ignores_k_notes(scored))
     )
     return Table(
-        f"{dataset_key}: retrieval from gold evidence ids", tuple(columns), tuple(rows), cap.strip()
+        f"{dataset_key}: retrieval from gold evidence ids",
+        tuple(columns),
+        tuple(rows),
+        cap.strip(),
+        breaks=_retrieval_breaks(columns, kmax),
     )
 
 
@@ -134,12 +146,14 @@ def ignores_k_notes(scored: ScoredRun) -> list[str]:
 def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None) -> Table | None:
     idx = _index(scored.metrics)
     systems = scored.systems
-    slices = list(
-        dict.fromkeys(
+    order = next((ds.slice_order for ds in scored.datasets if ds.key == dataset_key), ())
+    slices = in_order(
+        (
             r.slice
             for r in scored.metrics
             if r.dataset == dataset_key and r.metric == metric and r.k == k and r.slice != ALL
-        )
+        ),
+        order,
     )
     if not slices:
         return None
@@ -175,7 +189,7 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
         out.extend(reports[ds.key].summary_tables(scored, ds))
         floor = scored.floors.get(ds.key)
         if floor is not None and floor.scores_answers and floor.measured:
-            out.append(floor_table(floor))
+            out.append(floor_table(floor, order=ds.slice_order))
     by_report: dict[int, tuple[BenchmarkReport, list]] = {}
     for ds in scored.datasets:
         report = reports[ds.key]
@@ -185,28 +199,34 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
     return out
 
 
-def _markdown_table(t: Table) -> str:
+CHECKSUM_IS = "the dataset checksum: SHA-256 over its files' SHA-256"
+"""How a dataset checksum is labelled wherever it is printed beside the files' own SHA-256."""
+
+
+def checksum_lines(
+    label: str, files: Sequence[Mapping[str, object]], checksum: str, pinned: bool
+) -> list[str]:
+    """The SHA-256 of each data file a dataset was read from (what the docs pin, what
+    ``sha256sum`` prints), then the dataset checksum metric rows carry, each labelled."""
     lines = [
-        f"### {t.title}",
-        "",
-        "| " + " | ".join(t.columns) + " |",
-        "|" + "|".join("---" for _ in t.columns) + "|",
+        f"dataset {label}: file {f.get('name')} sha256 {f.get('sha256')}"
+        f"{'' if f.get('pinned') else ' (NOT the pinned file)'}"
+        for f in files
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in t.rows]
-    if t.caption:
-        lines += ["", t.caption]
-    return "\n".join(lines) + "\n"
+    lines.append(
+        f"dataset {label}: checksum {checksum} ({CHECKSUM_IS})"
+        f"{'' if pinned else ' (NOT the pinned release)'}"
+    )
+    return lines
 
 
 def provenance_lines(scored: ScoredRun) -> list[str]:
-    """What every printed figure carries: run id and date, dataset versions and checksums."""
+    """What every printed figure carries: run id and date, dataset versions, the SHA-256 of
+    each data file and the dataset checksum."""
     m = scored.manifest
     lines = [f"run {m.run_id} ({m.started_at})"]
-    lines += [
-        f"dataset {d.version_label} sha256 {d.checksum}"
-        f"{'' if d.pinned else ' (NOT the pinned release)'}"
-        for d in m.datasets
-    ]
+    for d in m.datasets:
+        lines += checksum_lines(d.version_label, d.files, d.checksum, d.pinned)
     return lines
 
 
@@ -299,8 +319,13 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
         pinned = "pinned release" if d.pinned else "NOT the pinned release"
         lines.append(
             f"- dataset {d.version_label}: {d.questions} questions, "
-            f"{d.groups} haystack group(s) ({d.haystack}); sha256 "
-            f"{d.checksum} ({pinned})"
+            f"{d.groups} haystack group(s) ({d.haystack}); checksum "
+            f"{d.checksum} ({CHECKSUM_IS}; {pinned})"
+        )
+        lines.extend(
+            f"  - file {f.get('name')} sha256 {f.get('sha256')}"
+            f"{'' if f.get('pinned') else ' (NOT the pinned file)'}"
+            for f in d.files
         )
         lines.extend(f"  - note: {n}" for n in d.card_notes)
         if d.load_report:
@@ -318,7 +343,7 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
     lines.extend(f"- {line}" for line in timing_lines(scored))
     lines.append("")
     for t in tables(scored, reports):
-        lines.append(_markdown_table(t))
+        lines.append(markdown_table(t))
     lines.append(
         "Every figure of a system is a row of metrics.jsonl, recomputable from verdicts.jsonl "
         "(unless its table says otherwise); floor figures are controls, recomputable with "

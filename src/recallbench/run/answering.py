@@ -184,6 +184,7 @@ class AnsweringStep:
         concurrency: int = 8,
         reader_preset: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        phases: Callable[[str, int], Callable[[int], None]] | None = None,
     ) -> None:
         self.run_dir = run_dir
         self.run_id = run_id
@@ -194,6 +195,9 @@ class AnsweringStep:
         self.concurrency = max(1, concurrency)
         self.reader_preset = reader_preset
         self.progress = progress
+        self.phases = phases
+        """``phases(phase, total)`` starts the ``answer`` or ``judge`` progress task of the
+        step and returns its advance function (each question ticks each phase it needs)."""
         self._lock = threading.Lock()
         self._done = 0
 
@@ -312,6 +316,7 @@ class AnsweringStep:
         answers_log = store.AppendLog(self.run_dir / store.ANSWERS)
         judgements_log = store.AppendLog(self.run_dir / store.JUDGEMENTS)
         todo: list[tuple[DatasetJob, Observation, Question, dict[str, Turn]]] = []
+        needs: list[tuple[bool, bool]] = []  # (answer, judge) each question of todo needs
         for job in jobs:
             turns = turn_index(job.dataset)
             questions = {q.id: q for q in job.dataset.questions}
@@ -327,7 +332,14 @@ class AnsweringStep:
                 )
                 if need_answer or need_judge:
                     todo.append((job, obs, q, turns))
+                    needs.append((need_answer, need_judge))
         total = len(todo)
+        answer_tick = judge_tick = None
+        if self.phases is not None:
+            n_answer = sum(a for a, _ in needs)
+            n_judge = sum(j for _, j in needs)
+            answer_tick = self.phases("answer", n_answer) if n_answer else None
+            judge_tick = self.phases("judge", n_judge) if n_judge else None
         self._done = 0
         if self.progress is not None:
             self.progress(0, total)  # the step starts (a progress bar shows its total)
@@ -377,13 +389,23 @@ class AnsweringStep:
                         judged.add((*key, self.roles.judge or "", m))
             self._tick(total)
 
+        def phased(i: int) -> None:
+            try:
+                one(todo[i])
+            finally:
+                need_answer, need_judge = needs[i]
+                if need_answer and answer_tick is not None:
+                    answer_tick(1)
+                if need_judge and judge_tick is not None:
+                    judge_tick(1)
+
         try:
             if self.concurrency == 1:
-                for item in todo:
-                    one(item)
+                for i in range(len(todo)):
+                    phased(i)
             else:
                 with ThreadPoolExecutor(self.concurrency, thread_name_prefix="answer") as pool:
-                    for _ in pool.map(one, todo):
+                    for _ in pool.map(phased, range(len(todo))):
                         pass
         finally:
             answers_log.close()

@@ -90,12 +90,31 @@ LARGE_REPLY_BYTES = 14 * 1024
 congestion window; more costs another round trip on a new or idle connection)."""
 
 
+PHASES = ("ingest", "search", "answer", "judge")
+"""The phases of a run, each drawn as its own progress task: sessions ingested, questions
+searched, answers written (answer mode), answers or memories judged (memory, answer mode)."""
+
+
 @dataclass
 class Progress:
-    """Callbacks the CLI uses to draw progress; all optional."""
+    """Callbacks the CLI uses to draw progress; all optional.
+
+    ``start_phase(phase, what, total)`` starts one task of a phase (one of :data:`PHASES`,
+    ``what`` says of which system and dataset) and returns the function advancing that task;
+    tasks of several phases may run at once (ingest and search with parallel lanes). Without
+    it, :meth:`phase` falls back to ``start_task`` (the phase leads the description) and
+    ``advance``."""
 
     start_task: Callable[[str, int], None] = lambda description, total: None
     advance: Callable[[int], None] = lambda n: None
+    start_phase: Callable[[str, str, int], Callable[[int], None]] | None = None
+
+    def phase(self, phase: str, what: str, total: int) -> Callable[[int], None]:
+        """Start a task of ``phase`` over ``total`` items; returns its advance function."""
+        if self.start_phase is not None:
+            return self.start_phase(phase, what, total)
+        self.start_task(f"{phase} {what}", total)
+        return self.advance
 
 
 def strip_images(session: Session) -> Session:
@@ -385,6 +404,8 @@ class Runner:
         self.run_dir = run_dir
         self.run_id = run_id
         self.progress = progress or Progress()
+        self._ticks: dict[tuple[str, str, str], Callable[[int], None]] = {}
+        """The advance function of each (phase, dataset, system) progress task."""
         self.cache_dir = cache_dir
         self.capabilities: dict[str, dict[str, Any]] = {}
         self.settings: dict[str, dict[str, Any]] = {}
@@ -515,10 +536,16 @@ class Runner:
             for g in ds.groups
         ]
         total = sum(len(qs) for _, qs in todo_groups)
-        self.progress.start_task(f"{system_name} on {ds.key}", total)
+        work = [(g, qs) for g, qs in todo_groups if qs]
+        what = f"{system_name} on {ds.key}"
+        sessions = sum(len(g.sessions) for g, _ in work)  # a resumed group is ingested again
+        if sessions:
+            self._ticks[("ingest", ds.key, system_name)] = self.progress.phase(
+                "ingest", what, sessions
+            )
+        self._ticks[("search", ds.key, system_name)] = self.progress.phase("search", what, total)
         if total == 0:
             return
-        work = [(g, qs) for g, qs in todo_groups if qs]
         state = _SystemState(ds, system_name, ingested)
         if self.sample_size:
             ids = [q.id for q in ds.questions]
@@ -584,6 +611,7 @@ class Runner:
                         out,
                         state.ingested,
                     )
+                    self._tick("ingest", ds, system_name, len(group.sessions))
                     self._fail_all(ds, system_name, qs, state.build_error, out)
                     out.flush()
                     continue
@@ -664,6 +692,12 @@ class Runner:
                 state.images = image_paths(ds) if wanted else {}
             return state.images
 
+    def _tick(self, phase: str, ds: LoadedDataset, system_name: str, n: int = 1) -> None:
+        """Advance the progress task of ``phase`` for this dataset and system by ``n``."""
+        tick = self._ticks.get((phase, ds.key, system_name))
+        if tick is not None and n:
+            tick(n)
+
     def _fail_all(
         self,
         ds: LoadedDataset,
@@ -674,7 +708,7 @@ class Runner:
     ) -> None:
         for q in qs:
             obs_log.append(self._failed(ds, system_name, q, reason))
-            self.progress.advance(1)
+            self._tick("search", ds, system_name)
 
     def _ingest_record(
         self,
@@ -735,7 +769,10 @@ class Runner:
         failures: list[str] = []
         retries: list[Mapping[str, Any]] = []
 
+        added = 0
+
         def record(outcome: str, reason: str | None) -> None:
+            self._tick("ingest", ds, inst.name, len(sessions) - added)  # the rest, if it stopped
             self._ingest_record(
                 ds, inst.name, group_id, sessions,
                 round(ms, 4) if outcome == "usable" else None,
@@ -762,7 +799,13 @@ class Runner:
                     record("error", reason)
                     return _IngestResult(False, reason)
                 failures.append(f"{label}: {out.reason}")
+                if label.startswith("add"):
+                    added += 1
+                    self._tick("ingest", ds, inst.name)
                 continue
+            if label.startswith("add"):
+                added += 1
+                self._tick("ingest", ds, inst.name)
             ms += out.elapsed_ms or 0.0
             if label == "finish_ingest":
                 finish_ms = round(out.elapsed_ms or 0.0, 4)
@@ -834,7 +877,7 @@ class Runner:
                 if not outcome.timed_out:
                     obs = self._speed_fields(ds, obs, tries[i])
             obs_log.append(obs)
-            self.progress.advance(1)
+            self._tick("search", ds, inst.name)
 
     def _warm_up(self, inst: _Instance, pool: CallPool) -> None:
         """``warm_up()`` once on each of the pool's workers (a barrier holds every worker on
