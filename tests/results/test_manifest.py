@@ -67,7 +67,7 @@ def test_missing_upgrade_and_garbage_are_clear_errors(run_dir: Path) -> None:
         RunManifest.from_dict({"format_version": "1"})
 
 
-@pytest.mark.parametrize("old", ["1", "2"])
-def test_an_older_manifest_reads_as_format_3(run_dir: Path, old: str) -> None:
+@pytest.mark.parametrize("old", ["1", "2", "3"])
+def test_an_older_manifest_reads_as_format_4(run_dir: Path, old: str) -> None:
     raw = {**json.loads((run_dir / "run.json").read_text()), "format_version": old}
-    assert RunManifest.from_dict(raw).format_version == FORMAT_VERSION == "3"
+    assert RunManifest.from_dict(raw).format_version == FORMAT_VERSION == "4"

@@ -38,7 +38,19 @@ def _from_2(d: dict[str, Any]) -> dict[str, Any]:
     return d
 
 
-UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"1": _from_1, "2": _from_2}
+def _from_3(d: dict[str, Any]) -> dict[str, Any]:
+    """Format 4 added ``repeat`` to the key of observations, ingest records, verdicts, answers,
+    judgements and metric rows (absent: repeat 0, the only one a format-3 run has),
+    ``RunSpec.repeats`` (absent: 1) and ``RunSpec.subset`` (absent: a full run): a format-3
+    manifest needs no change."""
+    return d
+
+
+UPGRADES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "1": _from_1,
+    "2": _from_2,
+    "3": _from_3,
+}
 """``{version: function}``: turns a manifest of ``version`` into one of the next version."""
 
 
