@@ -83,9 +83,7 @@ def repeats_table(scored: ScoredRun, dataset_key: str) -> Table | None:
         (r.system, r.slice, r.metric, r.k): r for r in scored.metrics if r.dataset == dataset_key
     }
     slices = list(
-        dict.fromkeys(
-            [ALL, *(r.slice for r in scored.metrics if r.dataset == dataset_key)]
-        )
+        dict.fromkeys([ALL, *(r.slice for r in scored.metrics if r.dataset == dataset_key)])
     )
     rows: list[tuple[str, ...]] = []
     for metric, k in _figures(scored, dataset_key):
