@@ -194,3 +194,33 @@ def test_each_repeat_samples_the_llm_afresh_and_is_cached_as_its_own(tmp_path: P
         assert all(r["cached_calls"] == 0 for r in records)  # repeat 1 did not reuse repeat 0
         again = _lines(second / file)
         assert len(again) == 8 and all(r["cached_calls"] == r["calls"] > 0 for r in again)
+
+
+def test_re_deriving_a_run_of_repeats_gives_the_same_bytes(runs: dict[str, Path]) -> None:
+    run = runs["three"]
+    names = (store.VERDICTS, store.METRICS, store.SUMMARY)
+    before = {n: (run / n).read_bytes() for n in names}
+    score_run(run, runs["data"])
+    assert {n: (run / n).read_bytes() for n in names} == before
+
+
+def test_the_call_factory_gives_each_sample_index_its_own_client(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from recallbench import answers
+    from recallbench.llm.types import Endpoint
+    from recallbench.spec import ModelChoice
+
+    made: list[int] = []
+
+    def client_call(role: object, cache: Path, use: bool, prices: object, sample: int):  # type: ignore[no-untyped-def]
+        made.append(sample)
+        return lambda request: (role, sample)
+
+    monkeypatch.setattr(answers, "_client_call", client_call)
+    role = answers.Role(ModelChoice("m"), Endpoint("http://127.0.0.1:9/v1", "m"), None)
+    make = answers.call_factory(tmp_path)
+    assert make(role)(None) == (role, 0)  # repeat 0: the sample index a single run uses
+    assert make(role, sample=2)(None) == (role, 2)
+    assert make(role, sample=2) is make(role, sample=2)  # one client per endpoint and sample
+    assert made == [0, 2]
