@@ -627,6 +627,13 @@ def run(
         Path | None,
         typer.Option(help="Price table (TOML or JSON: model -> USD per 1M tokens) for cost."),
     ] = None,
+    operator: Annotated[
+        str | None,
+        typer.Option(
+            help="Who runs it (a name or team, one line): recorded in run.json and the card "
+            "(card.md); not part of the spec, so it does not change the run id."
+        ),
+    ] = None,
 ) -> None:
     """Run memory systems (beside the baselines) on datasets and score retrieval, and in memory
     or answer mode their answers, with each benchmark's official reader and judge.
@@ -671,6 +678,12 @@ def run(
                         f"resumed run keeps its execution settings; drop {flag}, or start a "
                         "new run"
                     )
+            if operator is not None and operator.strip() != manifest.operator:
+                raise fail(
+                    f"--operator {operator!r} conflicts with the run being resumed "
+                    f"({resume / 'run.json'} records operator {manifest.operator!r}): a resumed "
+                    "run keeps who started it; drop --operator"
+                )
             check_resume_flags(
                 ctx,
                 resume,
@@ -762,6 +775,7 @@ def run(
                     group_concurrency=group_concurrency,
                     max_failure_rate=max_failure_rate,
                     extra_manifest=network_extra(network),
+                    operator=operator,
                 )
     except UserError as exc:
         raise fail(str(exc)) from None
@@ -1237,6 +1251,38 @@ def repair(
         highlight=False,
         markup=False,
     )
+
+
+@app.command()
+def report(
+    runs: Annotated[
+        list[Path], typer.Argument(help="Scored results folders (one or more, compared).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder for report.md and report.html (default: the first run's)."),
+    ] = None,
+) -> None:
+    """Write report.md and a self-contained report.html (no network request) from the records
+    of one or more scored runs: per-slice bars with intervals, tier curve, k sweep, latency,
+    the results card and every question with filters."""
+    from recallbench.pipeline import report_hints
+    from recallbench.report.document import write_report
+    from recallbench.report.records import read_run_records
+
+    for run_dir in runs:
+        if not run_dir.is_dir():
+            raise fail(f"{run_dir}: not a folder; give results folders (results/<run id>)")
+    if out is not None and out.exists() and not out.is_dir():
+        raise fail(f"--out {out}: a file is in the way; give a folder for the two reports")
+    try:
+        records = [read_run_records(run_dir) for run_dir in runs]
+        written = write_report(records, out or runs[0], report_hints(records))
+    except UserError as exc:
+        raise fail(str(exc)) from None
+    for path in written:
+        console.print(f"wrote {path} ({path.stat().st_size:,} bytes)", highlight=False,
+                      markup=False)
 
 
 @app.command()

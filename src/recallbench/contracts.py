@@ -245,6 +245,13 @@ class Verdict:
     """In memory and answer modes: mode, condition, instrument, reader, judge, prompt hashes,
     token counts, cost, cache hits and the non-standard labels of this question's answer and
     judgements; left out of the JSON in retrieval mode."""
+    dataset_sha256: str = field(default="", metadata={OMIT_EMPTY: True})
+    """The dataset checksum (:attr:`MetricRow.dataset_sha256`), stamped when the run is
+    scored (format 4); left out of the JSON when unknown (verdicts of format 3 and older)."""
+    run_date: str = field(default="", metadata={OMIT_EMPTY: True})
+    """When the run started (``run.json``'s ``started_at``, RFC 3339 with offset): the run's
+    date, the same on every re-scoring, never the time of scoring. Left out when unknown (a
+    predictions file, verdicts of format 3 and older)."""
     repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
     """The observation's repeat (left out of the JSON when 0)."""
 
@@ -348,6 +355,9 @@ class MetricRow:
     dataset: str
     dataset_version: str
     dataset_sha256: str
+    """The dataset checksum: one SHA-256 over the ``name sha256`` lines of every file read
+    (:func:`recallbench.datasets.dataset.files_checksum`), not the SHA-256 of any one file;
+    each file's own SHA-256 is in ``run.json`` (``datasets[].files``) and the card."""
     system: str
     slice: str
     metric: str
@@ -366,6 +376,9 @@ class MetricRow:
     non_standard: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """Why the row is not the benchmark's standard score (``not a Glasshouse v0.1 score:
     reader X``); left out when it is."""
+    run_date: str = field(default="", metadata={OMIT_EMPTY: True})
+    """As :attr:`Verdict.run_date`: the run's start (RFC 3339), stamped when the run is scored
+    (format 4); left out when unknown (a predictions file, rows of format 3 and older)."""
     repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
     """The repeat whose verdicts the row aggregates (``run --repeats N``); left out of the
     JSON when 0. Rows over every repeat (``:repeat_mean`` ...) hold 0 too: their metric name

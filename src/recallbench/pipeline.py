@@ -32,6 +32,7 @@ from recallbench import answers
 from recallbench.benchmarks import benchmark_of, get_benchmark, load_dataset
 from recallbench.contracts import (
     ALL,
+    AnswerFigure,
     AppliedRules,
     IngestRecord,
     MetricRow,
@@ -50,9 +51,12 @@ from recallbench.errors import (
     RunFolderError,
     RunLockedError,
     SystemConfigError,
+    UserError,
 )
+from recallbench.report.card import write_card
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.predictions import predictions_tables, render_predictions_summary
+from recallbench.report.records import ReportHints, RunRecords
 from recallbench.report.summary import render_summary
 from recallbench.report.summary import tables as report_tables
 from recallbench.report.tables import Table
@@ -184,6 +188,26 @@ def check_execution(group_concurrency: int, max_failure_rate: float) -> None:
         raise OptionError(
             f"--max-failure-rate must be a share between 0 and 1, got {max_failure_rate!r}"
         )
+
+
+OPERATOR_MAX_CHARS = 200
+
+
+def check_operator(operator: str | None) -> str | None:
+    """``--operator``: a name of 1 to 200 printable characters on one line (surrounding space
+    dropped), or None when not given. It goes into ``run.json`` and the card as written, so it
+    must not be empty or break a line of either."""
+    if operator is None:
+        return None
+    name = operator.strip()
+    if not name:
+        raise OptionError("--operator must name who ran the run, got an empty name")
+    if len(name) > OPERATOR_MAX_CHARS or not name.isprintable():
+        raise OptionError(
+            f"--operator must be one line of at most {OPERATOR_MAX_CHARS} printable characters, "
+            f"got {operator!r}"
+        )
+    return name
 
 
 def check_mode_datasets(spec: RunSpec, datasets: Sequence[LoadedDataset]) -> None:
@@ -379,6 +403,7 @@ def _score_and_complete(
     scored = _score_run(run_dir, data_dir, loaded)
     status = "failed" if failed_run(scored.failures) else "complete"
     manifest.status = status
+    manifest.scored_from = dict(scored.manifest.scored_from)
     write_manifest(run_dir, manifest)
     scored.manifest.status = status
     return scored
@@ -476,14 +501,17 @@ def start_run(
     llm: LLMOptions | None = None,
     group_concurrency: int = 1,
     max_failure_rate: float = DEFAULT_MAX_FAILURE_RATE,
+    operator: str | None = None,
 ) -> ScoredRun:
     """Check everything, create the run's folder (``<UTC start>-<spec hash>``, suffixed ``-2``,
     ``-3``, ... if taken), run every system and score, holding the folder's lock throughout.
     ``on_folder`` is told the folder as soon as it exists (the command line names it when a
     run is interrupted). ``group_concurrency`` and ``max_failure_rate`` are execution settings
-    (checked by :func:`check_execution`), recorded in ``run.json`` and kept on resume."""
+    (checked by :func:`check_execution`), recorded in ``run.json`` and kept on resume;
+    ``operator`` (``--operator``, checked by :func:`check_operator`) is recorded there too."""
     check_spec(spec)
     check_execution(group_concurrency, max_failure_rate)
+    operator = check_operator(operator)
     check_systems(spec.systems, spec.system_configs)
     check_unique_datasets(spec.datasets, [])
     if datasets is not None:  # loaded whole by the caller: cut to the subset here
@@ -501,6 +529,7 @@ def start_run(
     manifest.extra.update(extra_manifest or {})
     manifest.group_concurrency = group_concurrency
     manifest.max_failure_rate = max_failure_rate
+    manifest.operator = operator
     run_dir = _new_run_dir(out_dir, manifest)
     if on_folder is not None:
         on_folder(run_dir)
@@ -704,13 +733,28 @@ def _index_answering(
 
 
 def _stated(
-    rows: Sequence[MetricRow], mode: str, non_standard: Sequence[str], repeat: int = 0
+    rows: Sequence[MetricRow],
+    mode: str,
+    non_standard: Sequence[str],
+    run_date: str,
+    repeat: int = 0,
 ) -> list[MetricRow]:
     """Every row with the run's mode, the dataset's non-standard labels (a subset's label
-    among them) and the repeat it aggregates."""
+    among them), the run's date and the repeat it aggregates."""
     return [
-        dataclasses.replace(r, mode=mode, non_standard=tuple(non_standard), repeat=repeat)
+        dataclasses.replace(
+            r, mode=mode, non_standard=tuple(non_standard), run_date=run_date, repeat=repeat
+        )
         for r in rows
+    ]
+
+
+def _provenance(verdicts: Sequence[Verdict], ds: LoadedDataset, run_date: str) -> list[Verdict]:
+    """Every verdict with the dataset's checksum and the run's date (``run.json``'s
+    ``started_at``: fixed when the run starts, so re-scoring writes the same bytes; ``""``,
+    left out of the JSON, for a predictions file, which has no run date)."""
+    return [
+        dataclasses.replace(v, dataset_sha256=ds.checksum, run_date=run_date) for v in verdicts
     ]
 
 
@@ -791,6 +835,7 @@ def _score_run(
     subset = _subset_labels(spec)
     for ds, repeat, v, answering in per_dataset:
         bench = benchmark_of(ds)
+        v = _provenance(v, ds, manifest.started_at)
         verdicts.extend(v)
         obs = [o for o in observations if o.repeat == repeat]
         ing = [i for i in ingests if i.repeat == repeat]
@@ -814,13 +859,15 @@ def _score_run(
             for r in speed_rows(ds, obs, systems, manifest.run_id, speed_of(manifest))
         )
         non_standard = (*(answering.non_standard if answering else ()), *subset)
-        metrics.extend(_stated(rows, spec.mode, non_standard, repeat))
+        metrics.extend(_stated(rows, spec.mode, non_standard, manifest.started_at, repeat))
         if repeat == 0:  # interop files in other harnesses' formats know no repeats
             bench.report.write_exports(run_dir, ds, obs, v)
         if repeat == repeats[-1]:
             metrics.extend(repeat_rows([r for r in metrics if r.dataset == ds.key], len(repeats)))
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
     store.write_jsonl(run_dir / store.METRICS, metrics)
+    manifest.scored_from = store.log_hashes(run_dir)
+    write_manifest(run_dir, manifest)
     scored = ScoredRun(
         run_dir,
         manifest,
@@ -836,6 +883,7 @@ def _score_run(
         failures=failures(observations, ingests, manifest.max_failure_rate),
     )
     store.write_text(run_dir / store.SUMMARY, render_summary(scored, reports_of(loaded)))
+    write_card(run_dir, scored)
     return scored
 
 
@@ -1007,7 +1055,7 @@ def score_file(
     scored = predictions_run(result, ds, ref, depths, folder, opts)
     shown = tuple(predictions_tables(scored, bench.report, bench.headline))
     folder.mkdir(parents=True, exist_ok=True)
-    store.write_jsonl(folder / store.VERDICTS, result.verdicts)
+    store.write_jsonl(folder / store.VERDICTS, _provenance(result.verdicts, ds, ""))
     store.write_jsonl(folder / store.METRICS, result.metrics)
     notes = bench.report.summary_notes(ds)
     shown_mode = mode if bench.rules.answer_modes is not None else None
@@ -1016,3 +1064,19 @@ def score_file(
     if out is not None:
         store.write_jsonl(out, per_question_lines(result, ds, bench.rules))
     return ScoredFile(result, scored, ds, shown, folder, shown_mode)
+
+
+def report_hints(runs: Sequence[RunRecords]) -> ReportHints:
+    """What ``recallbench report`` needs from the benchmarks of the runs' datasets (their
+    answer figures and variant order); a dataset of no registered benchmark gets none."""
+    figures: dict[str, tuple[AnswerFigure, ...]] = {}
+    variants: dict[str, tuple[str, ...]] = {}
+    for run in runs:
+        for record in run.manifest.datasets:
+            try:
+                benchmark = get_benchmark(record.name)
+            except UserError:
+                continue
+            figures[record.name] = tuple(benchmark.rules.answer_figures)
+            variants[record.name] = tuple(benchmark.spec.variants)
+    return ReportHints(figures, variants)

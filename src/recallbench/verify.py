@@ -54,16 +54,17 @@ def check_systems(
 
 
 def check_scorer_determinism() -> list[Check]:
-    """Run the baselines on the bundled sample, then score it twice: bytes must match."""
+    """Run the baselines on the bundled sample, then score it again: every derived file
+    (verdicts, metrics, summary, card) must keep its bytes."""
     from recallbench.pipeline import score_run, start_run
-    from recallbench.results.store import METRICS, VERDICTS
+    from recallbench.results.store import DERIVED
     from recallbench.spec import RunSpec
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         spec = RunSpec(systems=("random", "bm25"), datasets=("sample",), k=(1, 5))
         scored = start_run(spec, out / "data", out / "results", cache_dir=out / "cache")
-        first = {n: (scored.run_dir / n).read_bytes() for n in (VERDICTS, METRICS)}
+        first = {n: (scored.run_dir / n).read_bytes() for n in DERIVED}
         score_run(scored.run_dir, out / "data")
         checks = []
         for name, data in first.items():

@@ -47,10 +47,10 @@ TIMING_METRICS = {
 
 
 def _comparable(run_dir: Path) -> tuple[list[dict], list[dict]]:
-    verdicts = _strip(_lines(run_dir / store.VERDICTS), {"run_id"})
+    verdicts = _strip(_lines(run_dir / store.VERDICTS), {"run_id", "run_date"})
     metrics = [
         m
-        for m in _strip(_lines(run_dir / store.METRICS), {"run_id"})
+        for m in _strip(_lines(run_dir / store.METRICS), {"run_id", "run_date"})
         if m["metric"] not in TIMING_METRICS
     ]
     return verdicts, metrics

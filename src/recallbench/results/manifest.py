@@ -39,10 +39,14 @@ def _from_2(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def _from_3(d: dict[str, Any]) -> dict[str, Any]:
-    """Format 4 added ``repeat`` to the key of observations, ingest records, verdicts, answers,
-    judgements and metric rows (absent: repeat 0, the only one a format-3 run has),
-    ``RunSpec.repeats`` (absent: 1) and ``RunSpec.subset`` (absent: a full run): a format-3
-    manifest needs no change."""
+    """Format 4 added provenance: ``dataset_sha256`` and ``run_date`` on every verdict and
+    ``run_date`` on every metric row (absent in format 3: unknown, never guessed), and in
+    ``run.json`` the ``operator``, each dataset's ``scale`` and ``file_sha256``, and the
+    SHA-256 of each log the run was scored from (``scored_from``), all absent when unknown;
+    and ``repeat`` in the key of observations, ingest records, verdicts, answers, judgements
+    and metric rows (absent: repeat 0, the only one a format-3 run has), ``RunSpec.repeats``
+    (absent: 1) and ``RunSpec.subset`` (absent: a full run). A format-3 manifest needs no
+    change."""
     return d
 
 
@@ -83,6 +87,14 @@ class DatasetRecord:
     None when no benchmark publishes one, and in a run made before recallbench recorded it."""
     deviations: list[str] = field(default_factory=list)
     """The known deviations from ``rules_source``, one sentence each."""
+    file_sha256: dict[str, str] = field(default_factory=dict)
+    """Each file read, by name, with the SHA-256 of its bytes: the hash a benchmark publishes
+    and the docs pin (``checksum`` is not a file's hash: it is one SHA-256 over these, see
+    :func:`~recallbench.datasets.dataset.files_checksum`). Empty in a run made before
+    recallbench recorded it (``files`` holds the same hashes)."""
+    scale: dict[str, Any] = field(default_factory=dict)
+    """The data's size (:func:`dataset_scale`): questions, haystack groups, sessions, turns
+    and mean turns per haystack. Empty in a run made before recallbench recorded it."""
 
     @classmethod
     def of(
@@ -107,7 +119,25 @@ class DatasetRecord:
             card_notes=list(ds.card_notes),
             rules_source=None if source is None else dataclasses.asdict(source),
             deviations=[] if rules is None else list(rules.deviations),
+            file_sha256={f.name: f.sha256 for f in ds.files},
+            scale=dataset_scale(ds),
         )
+
+
+def dataset_scale(ds: LoadedDataset) -> dict[str, Any]:
+    """``questions``, ``haystack_groups``, ``sessions`` and ``turns`` of a loaded dataset, and
+    ``mean_turns_per_haystack`` (turns over groups, to 0.1; None without a group). A session or
+    turn shared by several groups counts once per group: what the systems ingest."""
+    sessions = sum(len(g.sessions) for g in ds.groups)
+    turns = sum(len(s.turns) for g in ds.groups for s in g.sessions)
+    groups = len(ds.groups)
+    return {
+        "questions": len(ds.questions),
+        "haystack_groups": groups,
+        "sessions": sessions,
+        "turns": turns,
+        "mean_turns_per_haystack": round(turns / groups, 1) if groups else None,
+    }
 
 
 @dataclass(slots=True)
@@ -149,6 +179,12 @@ class RunManifest:
     """``--max-failure-rate``: above this share of failed searches or ingests of a system on a
     dataset (or when all failed) the run ends ``failed`` (:mod:`recallbench.results.failures`).
     Written under ``execution``."""
+    operator: str | None = None
+    """Who ran it (``run --operator NAME``), as given; None (absent from ``run.json``) when not
+    said. Not part of the spec: it does not change the results."""
+    scored_from: dict[str, str] = field(default_factory=dict)
+    """The SHA-256 of each log the derived files were last computed from, by file name
+    (:func:`recallbench.results.store.log_hashes`); written at scoring, absent before."""
 
     @classmethod
     def new(
@@ -190,6 +226,8 @@ class RunManifest:
                 "max_failure_rate": self.max_failure_rate,
             },
             **({"answering": self.answering} if self.answering else {}),
+            **({"operator": self.operator} if self.operator is not None else {}),
+            **({"scored_from": dict(self.scored_from)} if self.scored_from else {}),
             **self.environment,
             **self.extra,
         }
@@ -221,6 +259,8 @@ class RunManifest:
                 max_failure_rate=float(
                     execution.get("max_failure_rate", DEFAULT_MAX_FAILURE_RATE)
                 ),
+                operator=None if d.get("operator") is None else str(d["operator"]),
+                scored_from={str(k): str(v) for k, v in (d.get("scored_from") or {}).items()},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RunFolderError(f"{where}: not a recallbench run manifest ({exc!r})") from None

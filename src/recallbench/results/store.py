@@ -32,6 +32,7 @@ from recallbench.contracts import (
     sha256_text,
     to_json_dict,
 )
+from recallbench.datasets.fetch import sha256_file
 from recallbench.errors import RunFolderError, RunLockedError
 
 RUN_JSON = "run.json"
@@ -47,6 +48,17 @@ SUMMARY = "summary.md"
 LOCK_FILE = "run.lock"
 """An empty file whose ``flock`` the one process writing the folder holds (the file stays; the
 lock goes with the process, so a killed run never leaves a stale lock)."""
+CARD = "card.md"
+LOGS: tuple[str, ...] = (OBSERVATIONS, TEXTS, INGEST, ANSWERS, JUDGEMENTS)
+"""The logs a run is scored from (what ``run.json``'s ``scored_from`` hashes)."""
+DERIVED: tuple[str, ...] = (VERDICTS, METRICS, SUMMARY, CARD)
+"""The files scoring writes from the logs, byte-identical every time they are re-derived."""
+
+
+def log_hashes(run_dir: Path) -> dict[str, str]:
+    """``{log name: SHA-256 of its bytes}`` for each of :data:`LOGS` present in ``run_dir``
+    (``answers.jsonl`` and ``judgements.jsonl`` exist in memory and answer modes only)."""
+    return {name: sha256_file(run_dir / name) for name in LOGS if (run_dir / name).is_file()}
 
 
 @contextmanager

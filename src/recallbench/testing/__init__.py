@@ -431,6 +431,7 @@ def _rows(path: Path, drop_timing: bool, systems: frozenset[str] | None = None) 
         if systems is not None and record.get("system") not in systems:
             continue
         record.pop("run_id", None)
+        record.pop("run_date", None)  # the run's identity, like its id
         out.append(json.dumps(record, sort_keys=True, ensure_ascii=False))
     return out
 
@@ -439,9 +440,10 @@ def run_differences(
     a: Path, b: Path, files: Iterable[str] | None = None, systems: Iterable[str] | None = None
 ) -> list[str]:
     """How two results folders differ in their verdicts and metric rows, ignoring the run id
-    and the timing-derived rows (:data:`recallbench.score.metrics.TIMING`: ``latency_ms_*``,
-    ``ingest_ms_total``, ``ingest_add_ms_total``, ``ingest_index_wait_ms_total``,
-    ``ingest_turns_per_s``, and their rows over repeats) and nothing else; ``[]`` when they
+    and date and the timing-derived rows (:data:`recallbench.score.metrics.TIMING`:
+    ``latency_ms_*``, ``ingest_ms_total``, ``ingest_add_ms_total``,
+    ``ingest_index_wait_ms_total``, ``ingest_turns_per_s``, and their rows over repeats) and
+    nothing else; ``[]`` when they
     agree. ``systems``: compare only the rows of these systems (e.g. the baselines of a run
     that also ran a plugin)."""
     only = None if systems is None else frozenset(systems)
