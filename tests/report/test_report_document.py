@@ -80,7 +80,9 @@ def test_the_markdown_carries_the_rows_their_intervals_and_provenance(
     assert re.search(r"\| bm25 \| 1 \| \d+ \| ", md) and re.search(r"\| bm25 \| 10 \| ", md)
     assert re.search(r"\| naive \| all returned \| 36\d{3} \| 1\.000", md)
     assert "### search latency (ms)" in md
-    assert "not written: this folder has no card.md" in md
+    # every scored run has a card: the report embeds it whole
+    card = (sample_run / "card.md").read_text(encoding="utf-8").rstrip("\n")
+    assert "## results card of" in md and card in md
 
 
 def test_the_html_is_self_contained(sample_run: Path, tmp_path: Path) -> None:
