@@ -1,4 +1,5 @@
-"""The ``recallbench`` command line: run, score, controls, systems, datasets, verify."""
+"""The ``recallbench`` command line: run, score, controls, systems, datasets, verify, validate,
+leaderboard."""
 
 from __future__ import annotations
 
@@ -1341,6 +1342,114 @@ def verify(
         )
     if failures:
         raise typer.Exit(1)
+
+
+VALIDATE_FAILED_EXIT = 1
+"""``recallbench validate``: a check failed (the bundle is not accepted)."""
+
+
+@app.command("validate")
+def validate_cmd(
+    bundle: Annotated[
+        Path,
+        typer.Argument(help="A results folder, or a .zip / .tar.gz / .tgz / .tar archive of one."),
+    ],
+    data_dir: DataDirOpt = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Shared cache (instrument files, ...).")
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the checks as one JSON object.")
+    ] = False,
+) -> None:
+    """Check a results bundle someone sent: hashes, reader and judge pins, every verdict and
+    aggregate re-scored from the per-question records, no unmeasured cell filled.
+
+    The bundle is untrusted: path traversal, absolute paths, links, special files, absurd sizes
+    and archive bombs are refused before anything is written, and it is opened in a
+    temporary copy. Exit codes: 0 every check passed (or was skipped); 1 a check failed."""
+    from recallbench.pipeline import default_cache_dir
+    from recallbench.submissions.validate import FAIL, validate
+
+    v = validate(bundle, resolve_data_dir(data_dir), cache_dir or default_cache_dir())
+    if as_json:
+        doc = {
+            "bundle": str(bundle),
+            "run_id": v.manifest.run_id if v.manifest else None,
+            "valid": v.ok,
+            "checks": [dataclasses.asdict(c) for c in v.checks],
+        }
+        typer.echo(json.dumps(doc, indent=1))
+    else:
+        run = f" (run {v.manifest.run_id})" if v.manifest else ""
+        t = RichTable(title=escape(f"recallbench validate {bundle}{run}"), title_justify="left")
+        for c in ("check", "status", "detail"):
+            t.add_column(c)
+        style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+        for c in v.checks:
+            t.add_row(escape(c.name), f"[{style[c.status]}]{c.status}[/]", escape(c.detail))
+        console.print(t)
+        counts = {s: sum(c.status == s for c in v.checks) for s in ("pass", "fail", "skip")}
+        verdict = "valid" if v.ok else "NOT valid"
+        console.print(
+            f"{verdict}: {counts['pass']} passed, {counts['fail']} failed, "
+            f"{counts['skip']} skipped",
+            highlight=False,
+        )
+        for c in v.checks:
+            if c.status == FAIL:
+                err.print(f"FAIL {c.name}: {c.detail}", highlight=False, markup=False)
+    if not v.ok:
+        raise typer.Exit(VALIDATE_FAILED_EXIT)
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(
+    folder: Annotated[
+        Path, typer.Argument(help="A folder of bundles (results folders and archives).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Where to write leaderboard.md and leaderboard.html (default: FOLDER)."),
+    ] = None,
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            help="Metric ranked (name or name@k); default: the judge's metric in memory and "
+            "answer mode, else evidence_recall@10."
+        ),
+    ] = None,
+    data_dir: DataDirOpt = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Shared cache (instrument files, ...).")
+    ] = None,
+) -> None:
+    """Rank the bundles of a folder that pass `validate` (Markdown and self-contained HTML),
+    with the run date and conditions on each row; invalid bundles are listed as excluded."""
+    from recallbench.pipeline import default_cache_dir
+    from recallbench.results import store
+    from recallbench.submissions import leaderboard as lb_mod
+
+    if not folder.is_dir():
+        raise fail(f"{folder}: not a folder (give the folder holding the bundles)")
+    try:
+        lb = lb_mod.build(
+            folder, resolve_data_dir(data_dir), cache_dir or default_cache_dir(), metric
+        )
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    target = out or folder
+    target.mkdir(parents=True, exist_ok=True)
+    md, page = (target / name for name in lb_mod.OUTPUTS)
+    store.write_text(md, lb_mod.render_markdown(lb))
+    store.write_text(page, lb_mod.render_html(lb))
+    typer.echo(lb_mod.render_markdown(lb))
+    err.print(
+        f"{len(lb.entries)} row(s) from valid bundles, {len(lb.excluded)} bundle(s) excluded; "
+        f"wrote {md} and {page}",
+        highlight=False,
+        markup=False,
+    )
 
 
 def network_extra(paths: Sequence[Path] | None) -> dict[str, Any]:

@@ -859,9 +859,11 @@ def _score_run(
             for r in speed_rows(ds, obs, systems, manifest.run_id, speed_of(manifest))
         )
         non_standard = (*(answering.non_standard if answering else ()), *subset)
-        metrics.extend(_stated(rows, spec.mode, non_standard, manifest.started_at, repeat))
+        stated = _stated(rows, spec.mode, non_standard, manifest.started_at, repeat)
+        metrics.extend(stated)
         if repeat == 0:  # interop files in other harnesses' formats know no repeats
             bench.report.write_exports(run_dir, ds, obs, v)
+            bench.report.write_submission(run_dir, manifest, ds, v, stated)
         if repeat == repeats[-1]:
             metrics.extend(repeat_rows([r for r in metrics if r.dataset == ds.key], len(repeats)))
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)

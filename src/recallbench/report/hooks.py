@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from recallbench.contracts import Observation, Verdict
+from recallbench.contracts import MetricRow, Observation, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.report.tables import Table
+from recallbench.results.manifest import RunManifest
 from recallbench.results.scored import ScoredRun
 
 
@@ -37,3 +38,14 @@ class BenchmarkReport:
         verdicts: Sequence[Verdict],
     ) -> None:
         """Interop files written after scoring (a benchmark's own run-record format)."""
+
+    def write_submission(
+        self,
+        run_dir: Path,
+        manifest: RunManifest,
+        dataset: LoadedDataset,
+        verdicts: Sequence[Verdict],
+        rows: Sequence[MetricRow],
+    ) -> None:
+        """The benchmark's own submission manifest, written after scoring from the run's
+        records (a derived file: no wall-clock time)."""

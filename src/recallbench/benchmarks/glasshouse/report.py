@@ -20,10 +20,12 @@ from recallbench.benchmarks.glasshouse.rules import (
     STALE_OLD,
     STALE_REACHED,
 )
-from recallbench.contracts import ALL, Observation, Verdict
+from recallbench.benchmarks.glasshouse.submission import write_submissions
+from recallbench.contracts import ALL, MetricRow, Observation, Verdict
 from recallbench.datasets.dataset import LoadedDataset
 from recallbench.report.hooks import BenchmarkReport
 from recallbench.report.tables import Table, fmt
+from recallbench.results.manifest import RunManifest
 from recallbench.results.scored import ScoredRun
 
 
@@ -296,3 +298,15 @@ class GlasshouseReport(BenchmarkReport):
         verdicts: Sequence[Verdict],
     ) -> None:
         write_exports(run_dir, dataset, observations, verdicts, question_set_of(dataset))
+
+    def write_submission(
+        self,
+        run_dir: Path,
+        manifest: RunManifest,
+        dataset: LoadedDataset,
+        verdicts: Sequence[Verdict],
+        rows: Sequence[MetricRow],
+    ) -> None:
+        """Glasshouse's ``submission.json`` per system, in memory and answer mode
+        (:mod:`recallbench.benchmarks.glasshouse.submission`)."""
+        write_submissions(run_dir, manifest, dataset, question_set_of(dataset), verdicts, rows)
