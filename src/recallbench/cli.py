@@ -26,7 +26,7 @@ from recallbench.console import console, err, fit_consoles, print_table
 from recallbench.datasets.fetch import resolve_data_dir
 from recallbench.errors import USER_ERROR_EXIT, UserError
 from recallbench.report.tables import Table
-from recallbench.spec import DEFAULT_K, AnsweringSpec, ModelChoice, RunSpec
+from recallbench.spec import DEFAULT_K, AnsweringSpec, ModelChoice, RunSpec, SubsetSpec
 from recallbench.systems.registry import BASELINES
 
 if TYPE_CHECKING:
@@ -262,6 +262,50 @@ def check_resume_flags(ctx: typer.Context, folder: Path, stored: RunSpec, **flag
             raise conflict(f"--{name.replace('_', '-')}", flags[name], f"{name} {recorded}")
     if given(ctx, "out") and flags["out"].resolve() != folder.resolve().parent:
         raise conflict("--out", flags["out"], f"its folder in {folder.resolve().parent}")
+    if given(ctx, "repeats") and flags["repeats"] != stored.repeats:
+        raise conflict("--repeats", flags["repeats"], f"repeats {stored.repeats}")
+    subset_flags = ("limit", "groups", "questions_from")
+    if any(given(ctx, name) for name in subset_flags):
+        asked = run_subset(
+            flags["limit"], flags["groups"], flags["questions_from"], stored.seed
+        )
+        if asked != stored.subset:
+            recorded = "a full run" if stored.subset is None else stored.subset.label
+            raise conflict("the subset", "asked" if asked is None else asked.label, recorded)
+
+
+def run_subset(
+    limit: int | None, groups: str | None, questions_from: Path | None, seed: int
+) -> SubsetSpec | None:
+    """The run's subset from ``--limit``, ``--groups`` and ``--questions-from`` (at most one;
+    None: a full run). ``--limit`` samples with the run's ``--seed``; ``--questions-from``
+    reads the file now and records its SHA-256 and ids."""
+    from recallbench.datasets.subset import questions_subset
+
+    chosen = [
+        flag
+        for flag, value in (
+            ("--limit", limit), ("--groups", groups), ("--questions-from", questions_from),
+        )
+        if value is not None
+    ]  # fmt: skip
+    if len(chosen) > 1:
+        raise fail(f"{' and '.join(chosen)}: give one way of choosing a subset, not several")
+    if limit is not None:
+        if limit < 1:
+            raise fail(f"--limit must be at least 1, got {limit}")
+        return SubsetSpec(kind="limit", limit=limit, seed=seed)
+    if groups is not None:
+        ids = tuple(dict.fromkeys(g.strip() for g in groups.split(",") if g.strip()))
+        if not ids:
+            raise fail(f"--groups {groups!r} names no haystack group: give ids joined by commas")
+        return SubsetSpec(kind="groups", groups=ids)
+    if questions_from is not None:
+        try:
+            return questions_subset(questions_from)
+        except UserError as exc:
+            raise fail(str(exc)) from None
+    return None
 
 
 def check_out_dir(out: Path) -> None:
@@ -603,6 +647,32 @@ def run(
     llm_concurrency: Annotated[
         int, typer.Option(help="LLM calls in flight per endpoint.", min=1)
     ] = 8,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            help="Run each system N times (repeat r gives systems seed + r, and LLM calls cache "
+            "sample r); per slice the mean, median and standard deviation over the repeats, "
+            "and with N >= 3 a reproduction tolerance of two standard deviations.",
+        ),
+    ] = 1,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            help="Subset: a seeded sample (--seed) of N questions per dataset, stratified by "
+            "slice; every row and table says subset.",
+        ),
+    ] = None,
+    groups: Annotated[
+        str | None,
+        typer.Option(help="Subset: the haystack groups with these ids, joined by commas."),
+    ] = None,
+    questions_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions-from",
+            help="Subset: the question ids in FILE, one a line (its SHA-256 is recorded).",
+        ),
+    ] = None,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")
     ] = False,
@@ -696,6 +766,10 @@ def run(
                 caption_model=caption_model,
                 errata=errata,
                 out=out,
+                repeats=repeats,
+                limit=limit,
+                groups=groups,
+                questions_from=questions_from,
             )
             with interrupt_guard(lambda: resume), bar.progress:
                 scored = resume_run(resume, data, bar.callbacks(), cache_dir, llm)
@@ -714,6 +788,7 @@ def run(
             )
             chosen = system_list(systems, no_baselines)
             ks = parse_ks(k) if k else None
+            subset = run_subset(limit, groups, questions_from, seed)
             check_spec(
                 RunSpec(
                     systems=chosen,
@@ -721,6 +796,7 @@ def run(
                     k=ks or DEFAULT_K,
                     timeout_s=timeout,
                     concurrency=concurrency,
+                    repeats=repeats,
                 )
             )
             configs = read_config(config)
@@ -752,6 +828,8 @@ def run(
                 dataset_options=options,
                 answering=answering,
                 speed=run_speed_spec(llm_ttft, speed_weight, network, cdn_ranges, speed_sample),
+                subset=subset,
+                repeats=repeats,
             )
             folder: list[Path] = []  # told by start_run once the folder exists
             with interrupt_guard(lambda: folder[0] if folder else None), bar.progress:

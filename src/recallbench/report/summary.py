@@ -15,6 +15,7 @@ from recallbench.contracts import ALL, MetricRow
 from recallbench.report.answering import answering_lines, answering_table
 from recallbench.report.floor import floor_table
 from recallbench.report.hooks import BenchmarkReport
+from recallbench.report.repeats import first_repeat, label_titles, repeats_table, scope_line
 from recallbench.report.speed import speed_table
 from recallbench.report.tables import Table, fmt, in_order, markdown_table
 from recallbench.results.scored import Floor, ScoredRun
@@ -172,11 +173,17 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
     """Every table of a run: per dataset the generic ones, the benchmark's own and its answer
     floor (when its rules score answers and some control figure has a value, so not for a
     benchmark whose answer figures all wait for a judge), then the tables each benchmark draws
-    across its datasets."""
+    across its datasets. A run of several repeats shows repeat 0 in these tables and its
+    figures over the repeats in a table of their own; a subset run's titles name the subset."""
+    every_repeat = scored
+    scored = first_repeat(scored)
     kmax = scored.spec.k_max
     out: list[Table] = []
     for ds in scored.datasets:
         out.append(system_table(scored, ds.key))
+        over_repeats = repeats_table(every_repeat, ds.key)
+        if over_repeats:
+            out.append(over_repeats)
         speed = speed_table(scored, ds.key)
         if speed:
             out.append(speed)
@@ -196,7 +203,7 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
         by_report.setdefault(id(report), (report, []))[1].append(ds)
     for report, datasets in by_report.values():
         out.extend(report.cross_dataset_tables(scored, datasets))
-    return out
+    return label_titles(out, scored)
 
 
 CHECKSUM_IS = "the dataset checksum: SHA-256 over its files' SHA-256"
@@ -221,10 +228,12 @@ def checksum_lines(
 
 
 def provenance_lines(scored: ScoredRun) -> list[str]:
-    """What every printed figure carries: run id and date, dataset versions, the SHA-256 of
-    each data file and the dataset checksum."""
+    """What every printed figure carries: run id and date, full run or subset (and repeats),
+    dataset versions, the SHA-256 of each data file and the dataset checksum."""
     m = scored.manifest
     lines = [f"run {m.run_id} ({m.started_at})"]
+    if scored.predictions is None:
+        lines.append(scope_line(scored))
     for d in m.datasets:
         lines += checksum_lines(d.version_label, d.files, d.checksum, d.pinned)
     return lines
@@ -297,6 +306,8 @@ def answers_line(scored: ScoredRun) -> str:
 
 
 def render_summary(scored: ScoredRun, reports: Reports) -> str:
+    every_repeat = scored
+    scored = first_repeat(scored)
     m = scored.manifest
     spec = m.spec
     git = m.environment.get("git") or {}
@@ -311,6 +322,7 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
         f"- k: {', '.join(str(k) for k in spec.k)}; chunking: {spec.chunking}; "
         f"seed: {spec.seed}; concurrency: {spec.concurrency}; "
         f"timeout: {spec.timeout_s:g} s",
+        f"- {scope_line(scored)}",
         answers_line(scored),
         *answering_lines(scored),
         "",
@@ -342,7 +354,7 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
     lines.extend(f"- {line}" for line in failure_lines(scored))
     lines.extend(f"- {line}" for line in timing_lines(scored))
     lines.append("")
-    for t in tables(scored, reports):
+    for t in tables(every_repeat, reports):
         lines.append(markdown_table(t))
     lines.append(
         "Every figure of a system is a row of metrics.jsonl, recomputable from verdicts.jsonl "

@@ -50,6 +50,14 @@ starting only when no other call of that system is running in any lane, and none
 it runs (:class:`~recallbench.run.calls.Gate`). Those observations carry ``speed_sample: true``
 and are the ones the speed score reads; the search is the question's only one, so accuracy is
 measured as before.
+
+Repeats (``spec.repeats`` N, ``run --repeats N``): the whole run (every dataset, every system)
+is done N times in turn, repeat 0 first; each repeat builds fresh instances, ingests every group
+again and asks every question again, and its records carry ``repeat`` (0 to N-1, left out of
+the JSON when 0). A system's seed is the run's seed plus the repeat (so a seeded system's own
+variation is measured too; repeat 0 runs with the run's seed, as a single run does); the speed
+sample is the same questions in every repeat. Resume keys on the repeat: an interrupted repeat
+continues where it stopped.
 """
 
 from __future__ import annotations
@@ -354,7 +362,7 @@ class _SystemState:
 
     ds: LoadedDataset
     system_name: str
-    ingested: set[tuple[str, str, str]]
+    ingested: set[tuple[str, str, str, int]]
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     generation: int = 0
     build_error: str | None = None
@@ -411,19 +419,27 @@ class Runner:
         self.settings: dict[str, dict[str, Any]] = {}
         """The options each built system reported running with (``settings``), if any."""
         """What each built system declared (some depend on its config, e.g. mem0 with an LLM)."""
+        self.repeat = 0
+        """The repeat being run (``execute`` runs them in turn; every record carries it)."""
 
     # -- bookkeeping -----------------------------------------------------------------------
-    def done_keys(self) -> set[tuple[str, str, str]]:
+    def done_keys(self) -> set[tuple[str, str, str, int]]:
+        """``(dataset, system, question id, repeat)`` of every observation written."""
         path = self.run_dir / store.OBSERVATIONS
         store.repair_torn_tail(path)
         return {
-            (o["dataset"], o["system"], o["question_id"]) for o in store.read_jsonl_tolerant(path)
+            (o["dataset"], o["system"], o["question_id"], int(o.get("repeat", 0)))
+            for o in store.read_jsonl_tolerant(path)
         }
 
-    def ingested_groups(self) -> set[tuple[str, str, str]]:
+    def ingested_groups(self) -> set[tuple[str, str, str, int]]:
+        """``(dataset, system, group, repeat)`` of every ingest record written."""
         path = self.run_dir / store.INGEST
         store.repair_torn_tail(path)
-        return {(r["dataset"], r["system"], r["group"]) for r in store.read_jsonl_tolerant(path)}
+        return {
+            (r["dataset"], r["system"], r["group"], int(r.get("repeat", 0)))
+            for r in store.read_jsonl_tolerant(path)
+        }
 
     # -- execution -------------------------------------------------------------------------
     def execute(self) -> None:
@@ -435,9 +451,11 @@ class Runner:
         ingest_log = store.AppendLog(self.run_dir / store.INGEST)
         self._writer = _Writer(obs_log, ingest_log)
         try:
-            for ds in self.datasets:
-                for system_name in self.spec.systems:
-                    self._run_system(ds, system_name, done, ingested)
+            for repeat in range(max(1, self.spec.repeats)):
+                self.repeat = repeat
+                for ds in self.datasets:
+                    for system_name in self.spec.systems:
+                        self._run_system(ds, system_name, done, ingested)
         finally:
             self._writer.close()
             obs_log.close()
@@ -452,7 +470,7 @@ class Runner:
         shutil.rmtree(work, ignore_errors=True)  # a resumed run rebuilds state from scratch
         work.mkdir(parents=True, exist_ok=True)
         return SystemContext(
-            seed=self.spec.seed,
+            seed=self.spec.seed + self.repeat,
             work_dir=work,
             cache_dir=self.cache_dir,
             config=dict(self.spec.system_configs.get(system_name, {})),
@@ -518,8 +536,8 @@ class Runner:
         self,
         ds: LoadedDataset,
         system_name: str,
-        done: set[tuple[str, str, str]],
-        ingested: set[tuple[str, str, str]],
+        done: set[tuple[str, str, str, int]],
+        ingested: set[tuple[str, str, str, int]],
     ) -> None:
         """Every haystack group of ``ds`` for one system: on this thread with one lane, else on
         ``group_concurrency`` lane threads taking groups in dataset order."""
@@ -530,14 +548,15 @@ class Runner:
                 [
                     questions[qid]
                     for qid in g.question_ids
-                    if (ds.key, system_name, qid) not in done
+                    if (ds.key, system_name, qid, self.repeat) not in done
                 ],
             )
             for g in ds.groups
         ]
         total = sum(len(qs) for _, qs in todo_groups)
         work = [(g, qs) for g, qs in todo_groups if qs]
-        what = f"{system_name} on {ds.key}"
+        of = f" (repeat {self.repeat + 1} of {self.spec.repeats})" if self.spec.repeats > 1 else ""
+        what = f"{system_name} on {ds.key}{of}"
         sessions = sum(len(g.sessions) for g, _ in work)  # a resumed group is ingested again
         if sessions:
             self._ticks[("ingest", ds.key, system_name)] = self.progress.phase(
@@ -721,10 +740,10 @@ class Runner:
         reason: str | None,
         finish_ms: float | None,
         out: _GroupRecords,
-        ingested: set[tuple[str, str, str]],
+        ingested: set[tuple[str, str, str, int]],
         retries: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
-        key = (ds.key, system_name, group_id)
+        key = (ds.key, system_name, group_id, self.repeat)
         if key in ingested:  # a resumed group re-ingests, but its time is recorded once
             return
         out.ingest(
@@ -741,6 +760,7 @@ class Runner:
                 outcome_reason=reason,
                 finish_ms=finish_ms,
                 retries=retries,
+                repeat=self.repeat,
             )
         )
         ingested.add(key)
@@ -753,7 +773,7 @@ class Runner:
         sessions: list[Session],
         pool: CallPool,
         ingest_log: _GroupRecords,
-        ingested: set[tuple[str, str, str]],
+        ingested: set[tuple[str, str, str, int]],
     ) -> _IngestResult:
         """``reset()``, one ``add`` per session, then the declared ``finish_ingest``: each its
         own call with the per-call timeout. A call that raises is recorded (``add`` or
@@ -997,4 +1017,5 @@ class Runner:
             flags=flags,
             retries=retries,
             speed_sample=True if q.id in self.samples.get(ds.key, ()) else None,
+            repeat=self.repeat,
         )
