@@ -162,7 +162,7 @@ def test_run_json_holds_the_sha256_of_each_log_it_was_scored_from(
 ) -> None:
     manifest = read_manifest(scored.run_dir)
     logs = {n: _sha256(scored.run_dir / n) for n in store.LOGS if (scored.run_dir / n).exists()}
-    assert set(logs) == {"observations.jsonl", "texts.jsonl", "ingest.jsonl"}
+    assert set(logs) == {"observations.jsonl", "texts.jsonl", "lists.jsonl", "ingest.jsonl"}
     assert manifest.scored_from == logs == card["logs_sha256"]
 
 

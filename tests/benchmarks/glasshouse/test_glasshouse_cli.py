@@ -61,6 +61,7 @@ def _run_core(data: Path, out: Path) -> tuple[Path, str]:
     return next(out.iterdir()), result.output
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_core_run_tables_exports_and_round_trip(data: Path, tmp_path: Path) -> None:
     run_dir, output = _run_core(data, tmp_path / "results")
     # per-axis tables with weighted and plain figures, evidence and characters per question
