@@ -108,6 +108,7 @@ def test_a_reader_equal_to_the_judge_is_refused_without_the_flag(tmp_path: Path)
     assert f"NON-STANDARD: {label}" in (run_dir / "summary.md").read_text()
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_recallbench_prompts_are_labelled_where_a_benchmark_has_its_own(
     tmp_path: Path, shared_data: Path
 ) -> None:

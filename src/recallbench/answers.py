@@ -295,19 +295,23 @@ def _client_call(
     return client.as_call(sample)
 
 
-CallFactory = Callable[[Role], CallLLM]
+CallFactory = Callable[..., CallLLM]
+"""``make(role, sample=0)``: the call that reaches ``role``, its response-cache sample index
+fixed at ``sample`` (the repeat number, ``run --repeats``)."""
 
 
 def call_factory(
     cache_dir: Path, use_cache: bool = True, prices: Path | None = None, sample: int = 0
 ) -> CallFactory:
-    """One client per endpoint, shared by the datasets that use it."""
-    made: dict[Endpoint, CallLLM] = {}
+    """One client per endpoint and sample index, shared by the datasets that use it;
+    ``sample`` is the index when ``make`` is not given one."""
+    made: dict[tuple[Endpoint, int], CallLLM] = {}
 
-    def make(role: Role) -> CallLLM:
-        if role.endpoint not in made:
-            made[role.endpoint] = _client_call(role, cache_dir, use_cache, prices, sample)
-        return made[role.endpoint]
+    def make(role: Role, sample: int = sample) -> CallLLM:
+        key = (role.endpoint, sample)
+        if key not in made:
+            made[key] = _client_call(role, cache_dir, use_cache, prices, sample)
+        return made[key]
 
     return make
 
@@ -329,17 +333,19 @@ def add_condition_observations(
     """Write the observations of the condition rows a run still lacks; return them all."""
     from recallbench.results import store
 
-    have = {(o.dataset, o.system, o.question_id) for o in existing}
+    have = {(o.dataset, o.system, o.question_id, o.repeat) for o in existing}
     new: list[Observation] = []
     a = spec.answering
-    for ds in datasets:
-        turns = turn_index(ds)
-        for c in a.conditions if a else ():
-            for q in ds.questions:
-                if (ds.key, condition_system(c), q.id) not in have:
-                    new.append(
-                        condition_observation(run_id, ds, q, c, spec.k_max, observed_at, turns)
-                    )
+    for repeat in range(max(1, spec.repeats)):
+        for ds in datasets:
+            turns = turn_index(ds)
+            for c in a.conditions if a else ():
+                for q in ds.questions:
+                    if (ds.key, condition_system(c), q.id, repeat) not in have:
+                        obs = condition_observation(
+                            run_id, ds, q, c, spec.k_max, observed_at, turns
+                        )
+                        new.append(dataclasses.replace(obs, repeat=repeat))
     if new:
         log = store.ObservationLog(run_dir)
         try:
@@ -360,8 +366,11 @@ def run_step(
     *,
     judge_only: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    phases: Callable[[str, str, int], Callable[[int], None]] | None = None,
 ) -> None:
-    """Write the answers and judgements the folder lacks, dataset by dataset."""
+    """Write the answers and judgements the folder lacks, dataset by dataset; ``phases(phase,
+    dataset key, total)`` starts a progress task per phase (``answer``, ``judge``) and
+    returns its advance function (else ``progress(done, total)`` ticks once per question)."""
     a = spec.answering
     assert a is not None
     for item in planned:
@@ -377,13 +386,32 @@ def run_step(
             reader_call=reader_call,
             judge_call=judge_call,
         )
+
+        def roles_for(repeat: int, item: DatasetAnswering = item, roles: Roles = roles) -> Roles:
+            """The calls of a repeat above 0: their cache sample index is the repeat."""
+            return dataclasses.replace(
+                roles,
+                reader_call=None if roles.reader_call is None or item.reader is None
+                else make_call(item.reader, sample=repeat),
+                judge_call=None if item.judge is None else make_call(item.judge, sample=repeat),
+            )
+
         step = AnsweringStep(
             run_dir, run_id, a.mode, roles, seed=spec.seed, concurrency=a.llm_concurrency,
             reader_preset=a.reader_preset or (item.instrument.reader_presets or (None,))[0],
             progress=progress,
+            phases=None if phases is None else partial_phases(phases, item.dataset.key),
+            roles_for=roles_for,
         )
         obs = [o for o in observations if o.dataset == item.dataset.key]
         step.run([DatasetJob(item.dataset, item.instrument, obs, empty_tokens)])
+
+
+def partial_phases(
+    phases: Callable[[str, str, int], Callable[[int], None]], what: str
+) -> Callable[[str, int], Callable[[int], None]]:
+    """``phases`` with its middle argument (what the task is of) fixed to ``what``."""
+    return lambda phase, total: phases(phase, what, total)
 
 
 def file_answer(

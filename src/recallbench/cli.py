@@ -16,21 +16,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.progress import Progress as RichProgress
 from rich.table import Table as RichTable
 
+from recallbench import __version__
 from recallbench.chunking import CHUNKINGS
+from recallbench.console import PhaseBar as _Bar
+from recallbench.console import console, err, fit_consoles, print_table
 from recallbench.datasets.fetch import resolve_data_dir
 from recallbench.errors import USER_ERROR_EXIT, UserError
 from recallbench.report.tables import Table
-from recallbench.run.runner import Progress
-from recallbench.spec import DEFAULT_K, AnsweringSpec, ModelChoice, RunSpec
+from recallbench.spec import DEFAULT_K, AnsweringSpec, ModelChoice, RunSpec, SubsetSpec
 from recallbench.systems.registry import BASELINES
 
 if TYPE_CHECKING:
+    from recallbench.results.scored import ScoredRun
     from recallbench.score.speed import SpeedSettings
     from recallbench.spec import SpeedSpec
 
@@ -40,9 +40,32 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-# Off a terminal (CI logs, pipes) rich would wrap tables at 80 columns: give them room.
-console = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from recallbench.contracts import FORMAT_VERSION
+
+        console.print(
+            f"recallbench {__version__} (results format {FORMAT_VERSION})",
+            highlight=False,
+            markup=False,
+        )
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """recallbench: measure the long-term memory of LLM systems, reproducibly."""
+    fit_consoles(sys.stdout, sys.stderr)  # $COLUMNS honoured, also when piped
+
 
 INTERNAL_ERROR_EXIT = 1
 FAILED_RUN_EXIT = 3
@@ -164,42 +187,6 @@ def system_list(systems: str, no_baselines: bool) -> tuple[str, ...]:
     return tuple(dict.fromkeys(chosen))
 
 
-def print_table(t: Table) -> None:
-    # escape: titles and cells hold names such as "x[draft]", never markup
-    rt = RichTable(title=escape(t.title), caption=escape(t.caption) or None, title_justify="left")
-    for i, c in enumerate(t.columns):
-        rt.add_column(escape(c), justify="left" if i == 0 else "right")
-    for row in t.rows:
-        rt.add_row(*(escape(c) for c in row))
-    console.print(rt)
-
-
-class _Bar:
-    def __init__(self, enabled: bool) -> None:
-        self.progress = RichProgress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            disable=not enabled,
-        )
-        self.task: Any = None
-
-    def callbacks(self) -> Progress:
-        def start(description: str, total: int) -> None:
-            if self.task is not None:
-                self.progress.update(self.task, visible=True)
-            self.task = self.progress.add_task(description, total=total)
-
-        def advance(n: int) -> None:
-            if self.task is not None:
-                self.progress.advance(self.task, n)
-
-        return Progress(start_task=start, advance=advance)
-
-
 DataDirOpt = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Data folder (default: $RECALLBENCH_DATA, else a user cache)."),
@@ -275,6 +262,50 @@ def check_resume_flags(ctx: typer.Context, folder: Path, stored: RunSpec, **flag
             raise conflict(f"--{name.replace('_', '-')}", flags[name], f"{name} {recorded}")
     if given(ctx, "out") and flags["out"].resolve() != folder.resolve().parent:
         raise conflict("--out", flags["out"], f"its folder in {folder.resolve().parent}")
+    if given(ctx, "repeats") and flags["repeats"] != stored.repeats:
+        raise conflict("--repeats", flags["repeats"], f"repeats {stored.repeats}")
+    subset_flags = ("limit", "groups", "questions_from")
+    if any(given(ctx, name) for name in subset_flags):
+        asked = run_subset(
+            flags["limit"], flags["groups"], flags["questions_from"], stored.seed
+        )
+        if asked != stored.subset:
+            recorded = "a full run" if stored.subset is None else stored.subset.label
+            raise conflict("the subset", "asked" if asked is None else asked.label, recorded)
+
+
+def run_subset(
+    limit: int | None, groups: str | None, questions_from: Path | None, seed: int
+) -> SubsetSpec | None:
+    """The run's subset from ``--limit``, ``--groups`` and ``--questions-from`` (at most one;
+    None: a full run). ``--limit`` samples with the run's ``--seed``; ``--questions-from``
+    reads the file now and records its SHA-256 and ids."""
+    from recallbench.datasets.subset import questions_subset
+
+    chosen = [
+        flag
+        for flag, value in (
+            ("--limit", limit), ("--groups", groups), ("--questions-from", questions_from),
+        )
+        if value is not None
+    ]  # fmt: skip
+    if len(chosen) > 1:
+        raise fail(f"{' and '.join(chosen)}: give one way of choosing a subset, not several")
+    if limit is not None:
+        if limit < 1:
+            raise fail(f"--limit must be at least 1, got {limit}")
+        return SubsetSpec(kind="limit", limit=limit, seed=seed)
+    if groups is not None:
+        ids = tuple(dict.fromkeys(g.strip() for g in groups.split(",") if g.strip()))
+        if not ids:
+            raise fail(f"--groups {groups!r} names no haystack group: give ids joined by commas")
+        return SubsetSpec(kind="groups", groups=ids)
+    if questions_from is not None:
+        try:
+            return questions_subset(questions_from)
+        except UserError as exc:
+            raise fail(str(exc)) from None
+    return None
 
 
 def check_out_dir(out: Path) -> None:
@@ -438,6 +469,71 @@ def run_speed_spec(
     )
 
 
+OutputFormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        help="Output: table (for people, fitted to the width) | markdown | csv | json (every "
+        "metric row with its denominator, run id, dataset version and SHA-256).",
+    ),
+]
+
+
+def check_output_format(value: str) -> None:
+    """Refuse a ``--format`` that is not an output format, naming those there are."""
+    from recallbench.report.formats import OUTPUT_FORMATS
+
+    if value not in OUTPUT_FORMATS:
+        raise fail(f"--format must be one of {', '.join(OUTPUT_FORMATS)}, got {value!r}")
+
+
+def show_results(
+    scored: ScoredRun, shown: Sequence[Table], lines: Sequence[str], output_format: str
+) -> Callable[[str], None]:
+    """Print a scored run in ``output_format``: tables then ``lines`` (table, markdown), or
+    one CSV or JSON document of its metric rows on stdout with ``lines`` on stderr. Returns
+    the function later notes go through (stdout for people, stderr beside a document)."""
+    from recallbench.report.formats import (
+        MACHINE_FORMATS,
+        markdown_tables,
+        metrics_csv,
+        metrics_json,
+    )
+
+    def to_err(line: str) -> None:
+        err.print(line, highlight=False, markup=False, soft_wrap=True)
+
+    def to_out(line: str) -> None:
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
+
+    if output_format in MACHINE_FORMATS:
+        body = metrics_csv(scored.metrics) if output_format == "csv" else metrics_json(scored)
+        sys.stdout.write(body)
+        sys.stdout.flush()
+        for line in lines:
+            to_err(line)
+        return to_err
+    if output_format == "markdown":
+        sys.stdout.write(markdown_tables(shown) + "\n")
+        sys.stdout.flush()
+    else:
+        for t in shown:
+            print_table(t)
+    for line in lines:
+        to_out(line)
+    return to_out
+
+
+def export_files(run_dir: Path, data: Path, format_name: str) -> list[Path]:
+    """:func:`recallbench.pipeline.export_run`, a user error printed as one line."""
+    from recallbench.pipeline import export_run
+
+    try:
+        return export_run(run_dir, data, format_name)
+    except UserError as exc:
+        raise fail(str(exc)) from None
+
+
 @app.command()
 def run(
     ctx: typer.Context,
@@ -551,6 +647,32 @@ def run(
     llm_concurrency: Annotated[
         int, typer.Option(help="LLM calls in flight per endpoint.", min=1)
     ] = 8,
+    repeats: Annotated[
+        int,
+        typer.Option(
+            help="Run each system N times (repeat r gives systems seed + r, and LLM calls cache "
+            "sample r); per slice the mean, median and standard deviation over the repeats, "
+            "and with N >= 3 a reproduction tolerance of two standard deviations.",
+        ),
+    ] = 1,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            help="Subset: a seeded sample (--seed) of N questions per dataset, stratified by "
+            "slice; every row and table says subset.",
+        ),
+    ] = None,
+    groups: Annotated[
+        str | None,
+        typer.Option(help="Subset: the haystack groups with these ids, joined by commas."),
+    ] = None,
+    questions_from: Annotated[
+        Path | None,
+        typer.Option(
+            "--questions-from",
+            help="Subset: the question ids in FILE, one a line (its SHA-256 is recorded).",
+        ),
+    ] = None,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Do not read or write the LLM response cache.")
     ] = False,
@@ -563,6 +685,15 @@ def run(
         typer.Option(
             help="Who runs it (a name or team, one line): recorded in run.json and the card "
             "(card.md); not part of the spec, so it does not change the run id."
+        ),
+    ] = None,
+    output_format: OutputFormatOpt = "table",
+    export: Annotated[
+        str | None,
+        typer.Option(
+            "--export",
+            help="Also write interop files in this format at the end (glasshouse: "
+            "Glasshouse's run records); the same as `recallbench export RUN --format NAME`.",
         ),
     ] = None,
 ) -> None:
@@ -578,12 +709,14 @@ def run(
         check_errata_used,
         check_spec,
         check_systems,
+        export_formats,
         read_manifest,
         resume_run,
         start_run,
         tables,
     )
 
+    check_output_format(output_format)
     data = resolve_data_dir(data_dir)
     bar = _Bar(enabled=not quiet)
     llm = LLMOptions(use_cache=not no_cache, prices=prices)
@@ -633,6 +766,10 @@ def run(
                 caption_model=caption_model,
                 errata=errata,
                 out=out,
+                repeats=repeats,
+                limit=limit,
+                groups=groups,
+                questions_from=questions_from,
             )
             with interrupt_guard(lambda: resume), bar.progress:
                 scored = resume_run(resume, data, bar.callbacks(), cache_dir, llm)
@@ -651,6 +788,7 @@ def run(
             )
             chosen = system_list(systems, no_baselines)
             ks = parse_ks(k) if k else None
+            subset = run_subset(limit, groups, questions_from, seed)
             check_spec(
                 RunSpec(
                     systems=chosen,
@@ -658,6 +796,7 @@ def run(
                     k=ks or DEFAULT_K,
                     timeout_s=timeout,
                     concurrency=concurrency,
+                    repeats=repeats,
                 )
             )
             configs = read_config(config)
@@ -669,6 +808,12 @@ def run(
             check_out_dir(out)
             loaded = [load_dataset(ref, data, options) for ref in refs]
             check_errata_used(errata, loaded)
+            if export is not None and export not in export_formats(loaded):
+                known = ", ".join(export_formats(loaded)) or "none"
+                raise fail(
+                    f"--export {export}: no dataset of this run can be exported in that format "
+                    f"(formats for these datasets: {known})"
+                )
             if ks is None:  # the datasets' own depths (e.g. LongMemEval's 1,3,5,10,30,50)
                 ks = tuple(sorted({int(x) for ds in loaded for x in ds.default_k}))
             spec = RunSpec(
@@ -683,6 +828,8 @@ def run(
                 dataset_options=options,
                 answering=answering,
                 speed=run_speed_spec(llm_ttft, speed_weight, network, cdn_ranges, speed_sample),
+                subset=subset,
+                repeats=repeats,
             )
             folder: list[Path] = []  # told by start_run once the folder exists
             with interrupt_guard(lambda: folder[0] if folder else None), bar.progress:
@@ -704,13 +851,15 @@ def run(
         raise fail(str(exc)) from None
     from recallbench.report.summary import failure_lines, provenance_lines, rules_lines
 
-    for t in tables(scored):
-        print_table(t)
-    for line in [*provenance_lines(scored), *rules_lines(scored)]:
-        console.print(line, highlight=False, markup=False)
+    say = show_results(
+        scored, tables(scored), [*provenance_lines(scored), *rules_lines(scored)], output_format
+    )
     for line in failure_lines(scored):
         err.print(line, highlight=False, markup=False, soft_wrap=True)
-    console.print(f"results: {scored.run_dir}", highlight=False, markup=False)
+    if export is not None:
+        written = export_files(scored.run_dir, data, export)
+        say(f"exports ({export}): {len(written)} file(s) in {scored.run_dir / 'exports' / export}")
+    say(f"results: {scored.run_dir}")
     if scored.manifest.status == "failed":
         raise typer.Exit(FAILED_RUN_EXIT)
 
@@ -722,12 +871,17 @@ FILE_ONLY_FLAGS: tuple[str, ...] = (
 """``score`` options that apply to a predictions file only."""
 
 
-def check_score_dir_flags(ctx: typer.Context, folder: Path, k: str | None) -> None:
+def check_score_dir_flags(
+    ctx: typer.Context, folder: Path, k: str | None, output_format: bool = False
+) -> None:
     """``score DIR`` re-scores a run as it was run: ``--k`` must match the stored depths and
-    an option for predictions files is refused, naming it."""
+    an option for predictions files is refused, naming it (``--format`` only when it names a
+    predictions shape, not an output format: ``output_format``)."""
     from recallbench.pipeline import read_manifest
 
     for name in FILE_ONLY_FLAGS:
+        if name == "format_name" and output_format:
+            continue
         if given(ctx, name):
             flag = "--format" if name == "format_name" else "--" + name.replace("_", "-")
             raise fail(
@@ -781,7 +935,8 @@ def score(
         str | None,
         typer.Option(
             "--format",
-            help="Shape of the predictions lines: recallbench, or the benchmark's own "
+            help="Output: table | markdown | csv | json (as for run). For a predictions file "
+            "it may instead name the shape of its lines: recallbench, or the benchmark's own "
             "(longmemeval, glasshouse); default: detected from the fields.",
         ),
     ] = None,
@@ -829,13 +984,18 @@ def score(
     """Re-score a run from disk without calling any system, re-judge it with another judge, or
     score a predictions file (lines carrying latency_ms also get the Glasshouse speed score)."""
     from recallbench.pipeline import LLMOptions, rejudge_run, score_run, tables
+    from recallbench.report.formats import OUTPUT_FORMATS
     from recallbench.report.summary import rules_lines
 
+    output_format = "table"
+    if format_name in OUTPUT_FORMATS:
+        output_format, format_name = format_name, None
     data = resolve_data_dir(data_dir)
     if (judge_url or judge_key_env) and judge is None:
         raise fail("--judge-url and --judge-key-env need --judge MODEL")
     if target.is_dir():
-        check_score_dir_flags(ctx, target, k)
+        # format_name is None: not given, or it named an output format
+        check_score_dir_flags(ctx, target, k, output_format=format_name is None)
         try:
             if judge is not None:
                 choice = ModelChoice(judge, judge_url.rstrip("/") if judge_url else None,
@@ -856,12 +1016,10 @@ def score(
                     highlight=False,
                     markup=False,
                 )
-        if not quiet:
-            for t in tables(scored):
-                print_table(t)
-        for line in rules_lines(scored):
-            console.print(line, highlight=False, markup=False)
-        console.print(f"scored: {target}", highlight=False, markup=False)
+        say = show_results(
+            scored, [] if quiet else tables(scored), rules_lines(scored), output_format
+        )
+        say(f"scored: {target}")
         return
     if not target.exists():
         raise fail(f"{target} does not exist")
@@ -895,6 +1053,7 @@ def score(
     score_file(
         target, ref, options, mode, ks, out, results_dir, data, quiet,
         format_name, name, unknown_turns, judging, cache_dir, not no_cache, prices, speed,
+        output_format,
     )  # fmt: skip
 
 
@@ -916,10 +1075,11 @@ def score_file(
     use_cache: bool = True,
     prices: Path | None = None,
     speed: SpeedSettings | None = None,
+    output_format: str = "table",
 ) -> None:
     """``recallbench score FILE``: score (and with ``judging`` judge the answers), write, then
     print the tables (unless ``quiet``), the notes on how the file was read (stderr), what the
-    figures carry and the rules applied."""
+    figures carry and the rules applied, in ``output_format`` (:func:`show_results`)."""
     from recallbench import pipeline
     from recallbench.report.predictions import predictions_header
     from recallbench.report.summary import rules_lines
@@ -944,15 +1104,14 @@ def score_file(
         )
     except UserError as exc:
         raise fail(str(exc)) from None
-    if not quiet:
-        for t in done.tables:
-            print_table(t)
+    header = predictions_header(done.result, done.scored, done.mode)
+    say = show_results(
+        done.scored, [] if quiet else done.tables, [*header, *rules_lines(done.scored)],
+        output_format,
+    )  # fmt: skip
     for note in done.result.notes():
         err.print(note, highlight=False, markup=False)
-    header = predictions_header(done.result, done.scored, done.mode)
-    for line in [*header, *rules_lines(done.scored)]:
-        console.print(line, highlight=False, markup=False)
-    console.print(f"verdicts, metrics and summary: {done.folder}", highlight=False, markup=False)
+    say(f"verdicts, metrics and summary: {done.folder}")
 
 
 @app.command("judge-check")
@@ -1043,7 +1202,7 @@ def controls_cmd(
     retrieved, scored by the benchmark's own rules, per slice and overall."""
     from recallbench.controls import dataset_controls, floor_lines
     from recallbench.report.floor import floor_table
-    from recallbench.report.summary import retrieval_floor_table
+    from recallbench.report.summary import checksum_lines, retrieval_floor_table
     from recallbench.results import store
 
     data = resolve_data_dir(data_dir)
@@ -1058,7 +1217,10 @@ def controls_cmd(
     def say(line: str) -> None:
         console.print(line, highlight=False, markup=False, soft_wrap=True)
 
-    say(f"dataset {ds.version_label}: {len(ds.questions)} questions; sha256 {ds.checksum}{pinned}")
+    say(f"dataset {ds.version_label}: {len(ds.questions)} questions{pinned}")
+    files = [dataclasses.asdict(f) for f in ds.files]
+    for line in checksum_lines(ds.version_label, files, ds.checksum, ds.pinned):
+        say(line)
     if not floor.scores_answers:
         say(
             f"{ds.key}: retrieval only: the {floor.rules} rules score no answer, so a fixed "
@@ -1068,7 +1230,7 @@ def controls_cmd(
         print_table(retrieval_floor_table(floor, ds.default_k))
     else:
         title = f"{ds.version_label}: controls (fixed answers, nothing retrieved)"
-        print_table(floor_table(floor, title))
+        print_table(floor_table(floor, title, order=ds.slice_order))
         if not floor.measured:
             figures = {f.metric for f in floor.figures}
             rows = [r for c in floor.controls for r in c.metrics if r.metric in figures]
@@ -1144,9 +1306,7 @@ def datasets_cmd(data_dir: DataDirOpt = None) -> None:
     from recallbench.benchmarks import dataset_specs
 
     data = resolve_data_dir(data_dir)
-    t = RichTable(title=escape(f"registered datasets (data dir: {data})"), title_justify="left")
-    for c in ("name", "version", "variants", "licence", "haystack", "local files"):
-        t.add_column(c)
+    rows = []
     for name, spec in dataset_specs().items():
         files = {f.name for v in (spec.variants or ("",)) for f in spec.variant_files(v)}
         if name == "sample":
@@ -1154,8 +1314,14 @@ def datasets_cmd(data_dir: DataDirOpt = None) -> None:
         else:
             here = f"{sum((data / name / f).exists() for f in files)}/{len(files)}"
         cells = (name, spec.version, "|".join(spec.variants) or "-", spec.license, spec.haystack)
-        t.add_row(*(escape(c) for c in (*cells, here)))
-    console.print(t)
+        rows.append((*cells, here))
+    print_table(
+        Table(
+            f"registered datasets (data dir: {data})",
+            ("name", "version", "variants", "licence", "haystack", "local files"),
+            tuple(rows),
+        )
+    )
 
 
 @app.command()
@@ -1209,6 +1375,32 @@ def report(
 
 
 @app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="A scored results folder.")],
+    format_name: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="Interop format: glasshouse (Glasshouse's run records, "
+            "exports/glasshouse/<system>/<tier>-<question set>.jsonl).",
+        ),
+    ],
+    data_dir: DataDirOpt = None,
+) -> None:
+    """Write a run's records in another harness's format, from its observations and verdicts
+    (nothing is re-run or re-scored; the files are the same bytes each time)."""
+    written = export_files(run_dir, resolve_data_dir(data_dir), format_name)
+    for path in written:
+        console.print(f"wrote {path}", highlight=False, markup=False, soft_wrap=True)
+    console.print(
+        f"exports ({format_name}): {len(written)} file(s) in {run_dir / 'exports' / format_name}",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+@app.command()
 def verify(
     system: Annotated[str | None, typer.Option(help="Check only this system.")] = None,
     config: Annotated[Path | None, typer.Option(help="JSON/TOML options for the system.")] = None,
@@ -1244,7 +1436,7 @@ def verify(
         checks += selfcheck.check_datasets(resolve_data_dir(data_dir))
     t = RichTable(title="recallbench verify", title_justify="left")
     for c in ("area", "subject", "check", "status", "detail"):
-        t.add_column(c)
+        t.add_column(c, overflow="fold")  # wrapped at a narrow width, never cut
     style = {"pass": "green", "fail": "bold red", "skip": "yellow"}
     for c in checks:
         t.add_row(
@@ -1494,8 +1686,8 @@ def serve_memory(
         server.stop()
 
 
-OUTPUT_FORMATS = ("table", "markdown", "json")
-OutputFormatOpt = Annotated[
+COMPARE_FORMATS = ("table", "markdown", "json")
+CompareFormatOpt = Annotated[
     str, typer.Option("--format", help="Output: table (the console), markdown or json.")
 ]
 AlphaOpt = Annotated[
@@ -1503,23 +1695,25 @@ AlphaOpt = Annotated[
 ]
 
 
-def check_output_format(format_name: str, alpha: float) -> None:
-    """``--format`` is one of :data:`OUTPUT_FORMATS` and ``--alpha`` a level between 0 and 1."""
-    if format_name not in OUTPUT_FORMATS:
-        raise fail(f"--format must be one of {', '.join(OUTPUT_FORMATS)}, got {format_name!r}")
+def check_compare_options(format_name: str, alpha: float) -> None:
+    """``compare``/``diff``: ``--format`` is one of :data:`COMPARE_FORMATS` and ``--alpha`` a
+    level between 0 and 1."""
+    if format_name not in COMPARE_FORMATS:
+        raise fail(f"--format must be one of {', '.join(COMPARE_FORMATS)}, got {format_name!r}")
     if not 0 < alpha < 1:
         raise fail(f"--alpha must be between 0 and 1 (exclusive), got {alpha}")
 
 
 def show_tables(tables: Sequence[Table], format_name: str) -> None:
     """``tables`` on the console, or as Markdown (``--format markdown``)."""
-    from recallbench.report.summary import _markdown_table
+    from recallbench.report.formats import markdown_tables
 
+    if format_name == "markdown":
+        sys.stdout.write(markdown_tables(tables) + "\n")
+        sys.stdout.flush()
+        return
     for t in tables:
-        if format_name == "markdown":
-            console.print(_markdown_table(t), highlight=False, markup=False, soft_wrap=True)
-        else:
-            print_table(t)
+        print_table(t)
 
 
 def say(line: str) -> None:
@@ -1558,7 +1752,7 @@ def compare_cmd(
                      "the first (all pairs' p-values are corrected together)."),
     ] = False,
     alpha: AlphaOpt = 0.05,
-    format_name: OutputFormatOpt = "table",
+    format_name: CompareFormatOpt = "table",
     data_dir: DataDirOpt = None,
 ) -> None:
     """Several systems side by side on the same questions, per slice, with 95% bootstrap
@@ -1573,7 +1767,7 @@ def compare_cmd(
         instrument_lines,
     )
 
-    check_output_format(format_name, alpha)
+    check_compare_options(format_name, alpha)
     data = resolve_data_dir(data_dir)
     try:
         sides = [
@@ -1630,7 +1824,7 @@ def diff_cmd(
         int, typer.Option(help="Changed questions a table shows (json holds all).")
     ] = 50,
     alpha: AlphaOpt = 0.05,
-    format_name: OutputFormatOpt = "table",
+    format_name: CompareFormatOpt = "table",
     data_dir: DataDirOpt = None,
 ) -> None:
     """What changed from A to B: a loud note when the instrument changed (dataset version or
@@ -1646,7 +1840,7 @@ def diff_cmd(
         question_table,
     )
 
-    check_output_format(format_name, alpha)
+    check_compare_options(format_name, alpha)
     if max_questions < 0:
         raise fail(f"--max-questions must be 0 or more, got {max_questions}")
     data = resolve_data_dir(data_dir)

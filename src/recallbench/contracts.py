@@ -39,7 +39,12 @@ OMIT_EMPTY = "omit_empty"
 """Field metadata key: :func:`to_json_dict` leaves the field out while its value is empty, so a
 field added for rare cases (``flags``) does not change the bytes of records without it."""
 
+OMIT_DEFAULT = "omit_default"
+"""Field metadata key: :func:`to_json_dict` leaves the field out while it holds its default
+(``repeat`` 0), so a field added for repeated runs does not change the bytes of a single run."""
+
 HaystackKind = Literal["global", "conversation", "question"]
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +189,10 @@ two runs of the same spec). Left out of the JSON when empty."""
     search ran alone, with no other call of the system running, after the rest of its group's
     searches; with a sample, only these are scored for speed. None otherwise, and then left
     out of the JSON."""
+    repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
+    """Which run of the system this is (``run --repeats N``: 0 to N-1); part of the key of
+    an observation with ``dataset``, ``system`` and ``question_id``. Left out of the JSON when
+    0, so a single run's bytes are as before (records of format 3 read as repeat 0)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +216,8 @@ class IngestRecord:
     """Every try of the group's calls that took more than one, each with ``call`` (``reset``,
     ``add of session <id>``, ``finish_ingest``) beside the fields of
     :attr:`Observation.retries`. Left out of the JSON when empty."""
+    repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
+    """As :attr:`Observation.repeat`: each repeat ingests the group again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +252,8 @@ class Verdict:
     """When the run started (``run.json``'s ``started_at``, RFC 3339 with offset): the run's
     date, the same on every re-scoring, never the time of scoring. Left out when unknown (a
     predictions file, verdicts of format 3 and older)."""
+    repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
+    """The observation's repeat (left out of the JSON when 0)."""
 
 
 AnswerOutcome = Literal["answered", "reader_error", "miss"]
@@ -287,6 +300,9 @@ class AnswerRecord:
     retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """Every try of the calls that needed more than one (call purpose, attempt, HTTP status,
     error, wait before the next try); left out when every call succeeded at once."""
+    repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
+    """The observation's repeat (left out of the JSON when 0); ``sample``, the response
+    cache's sample index, equals it, so each repeat gets its own samples."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,6 +343,8 @@ class JudgementRecord:
     latency_ms: float | None
     retries: tuple[Mapping[str, Any], ...] = field(default=(), metadata={OMIT_EMPTY: True})
     """As :attr:`AnswerRecord.retries`."""
+    repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
+    """As :attr:`AnswerRecord.repeat`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +387,10 @@ class MetricRow:
     run_date: str = field(default="", metadata={OMIT_EMPTY: True})
     """As :attr:`Verdict.run_date`: the run's start (RFC 3339), stamped when the run is scored
     (format 4); left out when unknown (a predictions file, rows of format 3 and older)."""
+    repeat: int = field(default=0, metadata={OMIT_DEFAULT: True})
+    """The repeat whose verdicts the row aggregates (``run --repeats N``); left out of the
+    JSON when 0. Rows over every repeat (``:repeat_mean`` ...) hold 0 too: their metric name
+    says they are."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -444,6 +466,7 @@ def to_json_dict(record: Any) -> Any:
             f.name: to_json_dict(getattr(record, f.name))
             for f in dataclasses.fields(record)
             if not (f.metadata.get(OMIT_EMPTY) and _is_empty(getattr(record, f.name)))
+            and not (f.metadata.get(OMIT_DEFAULT) and getattr(record, f.name) == f.default)
         }
     if isinstance(record, Mapping):
         return {str(k): to_json_dict(v) for k, v in record.items()}

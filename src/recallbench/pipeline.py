@@ -44,6 +44,7 @@ from recallbench.contracts import (
 from recallbench.controls import run_floors
 from recallbench.datasets.dataset import LoadedDataset, parse_dataset_ref
 from recallbench.datasets.fetch import default_cache_dir
+from recallbench.datasets.subset import select
 from recallbench.errors import (
     DuplicateObservationError,
     IncompleteRunError,
@@ -82,10 +83,11 @@ from recallbench.score.predictions import (
     per_question_lines,
     score_predictions,
 )
+from recallbench.score.repeats import repeat_rows
 from recallbench.score.rules import ScoringContext
 from recallbench.score.scorer import Answering, score_dataset
 from recallbench.score.speed import CODES, SpeedSettings, codes_before_measuring, speed_rows
-from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec, SpeedSpec
+from recallbench.spec import AnsweringSpec, ModelChoice, RunSpec, SpeedSpec, subset_label
 from recallbench.systems.options import check_options
 from recallbench.systems.registry import available_systems, capabilities_for, system_factory
 
@@ -108,6 +110,8 @@ __all__ = [
     "check_spec",
     "check_errata_used",
     "check_systems",
+    "export_formats",
+    "export_run",
     "load_run_datasets",
     "read_logs",
     "read_manifest",
@@ -152,7 +156,8 @@ def check_systems(
 
 def check_spec(spec: RunSpec) -> None:
     """The run's own numbers, checked before any folder exists: ``timeout_s`` a finite number
-    of seconds above 0, ``concurrency`` and every ``k`` integers of at least 1."""
+    of seconds above 0, ``concurrency``, ``repeats`` and every ``k`` integers of at least 1,
+    and a subset's ``limit`` at least 1."""
     timeout = spec.timeout_s
     if isinstance(timeout, bool) or not isinstance(timeout, int | float):
         raise OptionError(f"--timeout must be a number of seconds, got {timeout!r}")
@@ -164,6 +169,12 @@ def check_spec(spec: RunSpec) -> None:
         raise OptionError(f"--concurrency must be at least 1, got {spec.concurrency}")
     if not spec.k or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in spec.k):
         raise OptionError(f"--k values must be positive integers, got {list(spec.k)!r}")
+    repeats = spec.repeats
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise OptionError(f"--repeats must be an integer of at least 1, got {repeats!r}")
+    subset = spec.subset
+    if subset is not None and subset.kind == "limit" and (subset.limit or 0) < 1:
+        raise OptionError(f"--limit must be at least 1, got {subset.limit!r}")
     if spec.answering is not None:
         answers.check_answering(spec.answering)
 
@@ -243,7 +254,11 @@ def answering_record(
 
 
 def load_datasets(spec: RunSpec, data_dir: Path) -> list[LoadedDataset]:
-    return [load_dataset(ref, data_dir, spec.dataset_options) for ref in spec.datasets]
+    """The run's datasets, each cut to the run's subset (``spec.subset``) if it has one."""
+    return [
+        select(load_dataset(ref, data_dir, spec.dataset_options), spec.subset)
+        for ref in spec.datasets
+    ]
 
 
 def check_unique_datasets(refs: Sequence[str], datasets: Sequence[LoadedDataset]) -> None:
@@ -448,7 +463,7 @@ def _answer_step(
     make_call = llm.call_factory or answers.call_factory(cache, llm.use_cache, llm.prices)
     for item in planned:
         answers.run_step(run_dir, manifest.run_id, spec, [item], observations, make_call,
-                         progress=progress_ticker(progress, f"{spec.mode} {item.dataset.key}"))
+                         phases=progress.phase if progress is not None else None)
 
 
 def _execute(
@@ -504,7 +519,10 @@ def start_run(
     operator = check_operator(operator)
     check_systems(spec.systems, spec.system_configs)
     check_unique_datasets(spec.datasets, [])
-    loaded = list(datasets) if datasets is not None else load_datasets(spec, data_dir)
+    if datasets is not None:  # loaded whole by the caller: cut to the subset here
+        loaded = [select(ds, spec.subset) for ds in datasets]
+    else:
+        loaded = load_datasets(spec, data_dir)
     check_unique_datasets(spec.datasets, loaded)
     declared = _declared(spec)
     check_images(spec, loaded, declared)
@@ -581,7 +599,7 @@ def rejudge_run(
         for item in planned:
             answers.run_step(
                 run_dir, manifest.run_id, judged, [item], observations, make_call,
-                judge_only=True, progress=progress_ticker(progress, f"judge {item.dataset.key}"),
+                judge_only=True, phases=progress.phase if progress is not None else None,
             )
         record = answering_record(judged, planned, cache)
         record["judges"] = sorted({*manifest.answering.get("judges", ()), *record["judges"]})
@@ -592,14 +610,17 @@ def rejudge_run(
 
 def repair_run(run_dir: Path) -> int:
     """Drop duplicate records a run folder may hold (two writers before folders were locked):
-    keep the first observation of each (dataset, system, question) and the first ingest record
-    of each (dataset, system, group); returns how many lines were dropped. Holds the lock."""
+    keep the first observation of each (dataset, system, question, repeat) and the first ingest
+    record of each (dataset, system, group, repeat); returns how many lines were dropped. Holds
+    the lock."""
     read_manifest(run_dir)
     with store.lock_folder(run_dir):
         dropped = store.drop_duplicates(
-            run_dir / store.OBSERVATIONS, ("dataset", "system", "question_id")
+            run_dir / store.OBSERVATIONS, ("dataset", "system", "question_id", "repeat")
         )
-        dropped += store.drop_duplicates(run_dir / store.INGEST, ("dataset", "system", "group"))
+        dropped += store.drop_duplicates(
+            run_dir / store.INGEST, ("dataset", "system", "group", "repeat")
+        )
         return dropped
 
 
@@ -607,7 +628,8 @@ def repair_run(run_dir: Path) -> int:
 
 
 def load_run_datasets(manifest: RunManifest, data_dir: Path) -> list[LoadedDataset]:
-    """Reload the datasets of a run and check they are the same bytes the run used."""
+    """Reload the datasets of a run (cut to its subset) and check they are the same bytes the
+    run used."""
     spec = manifest.spec
     out = []
     for ref, recorded in zip(spec.datasets, manifest.datasets, strict=True):
@@ -620,8 +642,48 @@ def load_run_datasets(manifest: RunManifest, data_dir: Path) -> list[LoadedDatas
         if ds.key != recorded.key:  # same bytes, keyed as the run recorded it (an older
             # recallbench keyed a local folder by its absolute path)
             ds = dataclasses.replace(ds, name=recorded.name, variant=recorded.variant)
-        out.append(ds)
+        out.append(select(ds, spec.subset))
     return out
+
+
+def export_formats(datasets: Sequence[LoadedDataset]) -> list[str]:
+    """The interop formats some dataset of ``datasets`` can be exported in, sorted."""
+    return sorted({f for ds in datasets for f in benchmark_of(ds).report.export_formats})
+
+
+def export_run(run_dir: Path, data_dir: Path, format_name: str) -> list[Path]:
+    """Write a scored run's interop files in ``format_name`` (``glasshouse``: Glasshouse's run
+    records, ``exports/glasshouse/<system>/<tier>-<question set>.jsonl``) for every dataset
+    whose benchmark writes that format, from the observations and ``verdicts.jsonl``; returns
+    the files under ``exports/<format>/``, sorted. Refuses an unknown format, a run none of
+    whose datasets has it, and a run not scored yet. Holds the folder's lock while it writes."""
+    manifest = read_manifest(run_dir)
+    loaded = load_run_datasets(manifest, data_dir)
+    chosen = [ds for ds in loaded if format_name in benchmark_of(ds).report.export_formats]
+    if not chosen:
+        known = export_formats(loaded)
+        offer = f"formats for this run: {', '.join(known)}" if known else "its datasets have none"
+        raise UserError(
+            f"--format {format_name}: no dataset of {run_dir} can be exported in that format "
+            f"({offer})"
+        )
+    if not (run_dir / store.VERDICTS).exists():
+        raise UserError(
+            f"{run_dir} has not been scored (no {store.VERDICTS}): run `recallbench score "
+            f"{run_dir}` first"
+        )
+    with store.lock_folder(run_dir):
+        # other harnesses' formats know no repeats: the first repeat's records
+        observations = [o for o in store.read_observations(run_dir) if o.repeat == 0]
+        verdicts = [
+            v
+            for v in map(verdict_from_dict, store.read_jsonl_tolerant(run_dir / store.VERDICTS))
+            if v.repeat == 0
+        ]
+        for ds in chosen:
+            mine = [v for v in verdicts if v.dataset == ds.key]
+            benchmark_of(ds).report.write_exports(run_dir, ds, observations, mine)
+    return sorted(p for p in (run_dir / "exports" / format_name).rglob("*") if p.is_file())
 
 
 def read_logs(run_dir: Path) -> tuple[list[Observation], list[IngestRecord]]:
@@ -652,7 +714,8 @@ def score_run(
     *,
     incomplete: bool = False,
 ) -> ScoredRun:
-    """Re-score a results folder from its logs: verdicts, metrics, exports and summary.
+    """Re-score a results folder from its logs: verdicts, metrics and summary (interop exports
+    are written on request, by :func:`export_run`).
 
     The summary also shows each dataset's floor (:func:`recallbench.controls.run_floors` at the
     run's depths), computed here from the questions and written to no log.
@@ -704,23 +767,30 @@ def answering_of(
 
 
 def _index_answering(
-    base: Answering | None, ds: LoadedDataset, run_dir: Path
+    base: Answering | None, ds: LoadedDataset, run_dir: Path, repeat: int = 0
 ) -> Answering | None:
     if base is None:
         return None
     return Answering.of(
         ds.key, base.mode, base.judge, base.metrics, read_answers(run_dir),
-        read_judgements(run_dir), instrument=base.instrument, reader=base.reader,
+        read_judgements(run_dir), repeat=repeat, instrument=base.instrument, reader=base.reader,
         non_standard=base.non_standard,
     )
 
 
 def _stated(
-    rows: Sequence[MetricRow], mode: str, non_standard: Sequence[str], run_date: str
+    rows: Sequence[MetricRow],
+    mode: str,
+    non_standard: Sequence[str],
+    run_date: str,
+    repeat: int = 0,
 ) -> list[MetricRow]:
-    """Every row with the run's mode, the dataset's non-standard labels and the run's date."""
+    """Every row with the run's mode, the dataset's non-standard labels (a subset's label
+    among them), the run's date and the repeat it aggregates."""
     return [
-        dataclasses.replace(r, mode=mode, non_standard=tuple(non_standard), run_date=run_date)
+        dataclasses.replace(
+            r, mode=mode, non_standard=tuple(non_standard), run_date=run_date, repeat=repeat
+        )
         for r in rows
     ]
 
@@ -732,6 +802,11 @@ def _provenance(verdicts: Sequence[Verdict], ds: LoadedDataset, run_date: str) -
     return [
         dataclasses.replace(v, dataset_sha256=ds.checksum, run_date=run_date) for v in verdicts
     ]
+
+
+def _subset_labels(spec: RunSpec) -> tuple[str, ...]:
+    """``(subset label,)`` for a subset run, ``()`` for a full run (its rows are unchanged)."""
+    return () if getattr(spec, "subset", None) is None else (subset_label(spec),)
 
 
 def speed_of(manifest: RunManifest) -> dict[str, SpeedSettings]:
@@ -776,17 +851,20 @@ def _score_run(
     ignoring = ignores_k(manifest)
     systems = answers.scored_systems(spec)
     context = ScoringContext(run_mode=spec.mode)
-    per_dataset: list[tuple[LoadedDataset, list[Verdict], Answering | None]] = []
+    repeats = range(max(1, spec.repeats))
+    per_dataset: list[tuple[LoadedDataset, int, list[Verdict], Answering | None]] = []
     for ds in loaded:
         bench = benchmark_of(ds)
-        answering = _index_answering(answering_of(manifest, ds), ds, run_dir)
-        v, miss = score_dataset(
-            ds, observations, spec.k, systems, bench.rules, context, ignores_k=ignoring,
-            answering=answering,
-        )
-        per_dataset.append((ds, v, answering))
-        if miss:
-            missing[ds.key] = miss
+        for repeat in repeats:
+            answering = _index_answering(answering_of(manifest, ds), ds, run_dir, repeat)
+            v, miss = score_dataset(
+                ds, observations, spec.k, systems, bench.rules, context, ignores_k=ignoring,
+                answering=answering, repeat=repeat,
+            )
+            per_dataset.append((ds, repeat, v, answering))
+            for system, n in miss.items():
+                counts = missing.setdefault(ds.key, {})
+                counts[system] = counts.get(system, 0) + n
     if missing and not incomplete:
         total = sum(n for miss in missing.values() for n in miss.values())
         where = "; ".join(
@@ -800,35 +878,39 @@ def _score_run(
         )
     verdicts: list[Verdict] = []
     metrics: list[MetricRow] = []
-    for ds, v, answering in per_dataset:
+    subset = _subset_labels(spec)
+    for ds, repeat, v, answering in per_dataset:
         bench = benchmark_of(ds)
         v = _provenance(v, ds, manifest.started_at)
         verdicts.extend(v)
+        obs = [o for o in observations if o.repeat == repeat]
+        ing = [i for i in ingests if i.repeat == repeat]
         info = (manifest.answering.get("datasets") or {}).get(ds.key) or {}
         weighted = (*bench.rules.weighted_metrics, *info.get("weighted_metrics", ()))
+        unasked = _not_asked(ds, v, systems) if ds.key in missing else {}
         rows = aggregate(
             ds,
             v,
-            observations,
-            ingests,
+            obs,
+            ing,
             systems,
             manifest.run_id,
             weighted,
-            not_asked=_not_asked(ds, v, systems) if ds.key in missing else None,
+            not_asked=unasked or None,
         )
         if answering is not None:
             rows.extend(answering_rows(ds, v, systems, manifest.run_id))
-        unasked = _not_asked(ds, v, systems) if ds.key in missing else {}
         rows.extend(
             mark_incomplete(r, unasked[r.system].get(ALL, 0)) if r.system in unasked else r
-            for r in speed_rows(ds, observations, systems, manifest.run_id, speed_of(manifest))
+            for r in speed_rows(ds, obs, systems, manifest.run_id, speed_of(manifest))
         )
-        stated = _stated(
-            rows, spec.mode, answering.non_standard if answering else (), manifest.started_at
-        )
+        non_standard = (*(answering.non_standard if answering else ()), *subset)
+        stated = _stated(rows, spec.mode, non_standard, manifest.started_at, repeat)
         metrics.extend(stated)
-        bench.report.write_exports(run_dir, ds, observations, v)
-        bench.report.write_submission(run_dir, manifest, ds, v, stated)
+        if repeat == 0:  # submission manifests in other harnesses' formats know no repeats
+            bench.report.write_submission(run_dir, manifest, ds, v, stated)
+        if repeat == repeats[-1]:
+            metrics.extend(repeat_rows([r for r in metrics if r.dataset == ds.key], len(repeats)))
     store.write_jsonl(run_dir / store.VERDICTS, verdicts)
     store.write_jsonl(run_dir / store.METRICS, metrics)
     manifest.scored_from = store.log_hashes(run_dir)

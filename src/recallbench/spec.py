@@ -97,6 +97,60 @@ class SpeedSpec:
         )
 
 
+SUBSET_KINDS: tuple[str, ...] = ("limit", "groups", "questions")
+
+
+@dataclass(frozen=True, slots=True)
+class SubsetSpec:
+    """The part of each dataset a run asks (``run --limit/--groups/--questions-from``).
+
+    ``limit``: a seeded sample of ``limit`` questions per dataset, stratified by slice
+    (``seed``); ``groups``: the questions of the haystack groups named in ``groups``;
+    ``questions``: the question ids listed in the file ``questions_file``, whose SHA-256 is
+    ``questions_sha256`` (the ids themselves are in ``questions``, so a resume or re-score
+    does not need the file). Fields a kind does not use are None or empty, and left out of
+    the dict.
+    """
+
+    kind: str
+    limit: int | None = field(default=None, metadata={OMIT_EMPTY: True})
+    seed: int | None = field(default=None, metadata={OMIT_EMPTY: True})
+    groups: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+    questions_file: str | None = field(default=None, metadata={OMIT_EMPTY: True})
+    questions_sha256: str | None = field(default=None, metadata={OMIT_EMPTY: True})
+    questions: tuple[str, ...] = field(default=(), metadata={OMIT_EMPTY: True})
+
+    @property
+    def label(self) -> str:
+        """``subset: limit 50 (seed 0)``, ``subset: groups conv-26, conv-30`` or
+        ``subset: questions from ids.txt (sha256 1a2b3c4d5e6f)``, as rows and titles say it."""
+        if self.kind == "limit":
+            return f"subset: limit {self.limit} (seed {self.seed})"
+        if self.kind == "groups":
+            return f"subset: groups {', '.join(self.groups)}"
+        name = self.questions_file or "a file"
+        return f"subset: questions from {name} (sha256 {(self.questions_sha256 or '')[:12]})"
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SubsetSpec:
+        limit, seed = d.get("limit"), d.get("seed")
+        return cls(
+            kind=str(d["kind"]),
+            limit=None if limit is None else int(limit),
+            seed=None if seed is None else int(seed),
+            groups=tuple(str(g) for g in d.get("groups", ())),
+            questions_file=d.get("questions_file"),
+            questions_sha256=d.get("questions_sha256"),
+            questions=tuple(str(q) for q in d.get("questions", ())),
+        )
+
+
+def subset_label(spec: RunSpec) -> str:
+    """``full`` for a run of every question, else the subset's label."""
+    subset = getattr(spec, "subset", None)
+    return "full" if subset is None else subset.label
+
+
 @dataclass(frozen=True, slots=True)
 class RunSpec:
     systems: tuple[str, ...]
@@ -114,6 +168,11 @@ class RunSpec:
     speed: SpeedSpec | None = None
     """Speed options other than the defaults; None (absent from the dict, so the spec hash is
     what it always was) when every speed option is left at its default."""
+    subset: SubsetSpec | None = None
+    """The part of each dataset asked (``run --limit/--groups/--questions-from``); None (and
+    absent from the dict, so the spec hash is what it always was) for a full run."""
+    repeats: int = 1
+    """How many times each system runs (``run --repeats N``); absent from the dict when 1."""
 
     @property
     def mode(self) -> str:
@@ -129,6 +188,10 @@ class RunSpec:
             del d["answering"]
         if self.speed is None:
             del d["speed"]
+        if self.subset is None:
+            del d["subset"]
+        if self.repeats == 1:
+            del d["repeats"]
         return d
 
     @property
@@ -149,6 +212,8 @@ class RunSpec:
             dataset_options=dict(d.get("dataset_options", {})),
             answering=AnsweringSpec.from_dict(d["answering"]) if d.get("answering") else None,
             speed=SpeedSpec.from_dict(d["speed"]) if d.get("speed") else None,
+            subset=SubsetSpec.from_dict(d["subset"]) if d.get("subset") else None,
+            repeats=int(d.get("repeats", 1)),
         )
 
 

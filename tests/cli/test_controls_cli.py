@@ -23,16 +23,21 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
 
 
-def _cells(output: str, first: str, second: str | None = None) -> list[str]:
-    """The cells of the one table line (header or body) whose first cell starts with ``first``
-    (a long label may wrap onto the next line) and whose second is ``second``."""
-    found = []
+def _cells(
+    output: str, first: str, second: str | None = None, keys: int | None = None
+) -> list[str]:
+    """The cells of the one table row (header or body) whose first cell starts with ``first``
+    (a long label may wrap onto the next line) and whose second is ``second``; a table split
+    to fit the console repeats its ``keys`` leading columns in each part (2 with ``second``,
+    else 1), and the row's cells of every part are joined in order."""
+    keys = keys or (2 if second is not None else 1)
+    found: list[str] = []
     for line in output.splitlines():
         cells = [c.strip() for c in line.replace("┃", "│").strip().strip("│").split("│")]
         if len(cells) > 1 and cells[0].startswith(first) and second in (None, cells[1]):
-            found.append(cells)
-    assert len(found) == 1, (first, second, output)
-    return found[0]
+            found.extend(cells if not found else cells[keys:])
+    assert found, (first, second, output)
+    return found
 
 
 def test_glasshouse_full_says_6_7_and_12_1_percent(shared_data: Path, tmp_path: Path) -> None:
@@ -44,7 +49,7 @@ def test_glasshouse_full_says_6_7_and_12_1_percent(shared_data: Path, tmp_path: 
         "--data-dir", str(shared_data), "--out", str(out),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    header = _cells(result.output, "slice")
+    header = _cells(result.output, "slice", keys=2)
     idk = header.index("I don't know.")
     assert _cells(result.output, "all", "dry plain")[idk] == "0.067 (6.7%, n=1547)"
     assert _cells(result.output, "all", "dry weighted")[idk] == "0.121 (12.1%, n=1547)"

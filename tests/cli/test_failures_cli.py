@@ -78,6 +78,7 @@ def test_add_failures_group_identical_causes(tmp_path: Path) -> None:
     assert line.count("add: RuntimeError: add of ") == 3 and line.count("(1)") == 3
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_a_few_errors_under_the_threshold_are_named_and_the_run_completes(
     tmp_path: Path,
 ) -> None:
@@ -88,6 +89,7 @@ def test_a_few_errors_under_the_threshold_are_named_and_the_run_completes(
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_max_failure_rate_zero_fails_on_any_error(tmp_path: Path) -> None:
     code, _, stderr, run = _run(
         tmp_path, "--systems", "flaky", "--no-baselines", "--max-failure-rate", "0"

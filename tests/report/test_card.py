@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 import recallbench.datasets as datasets_package
 from recallbench.cli import app
-from recallbench.contracts import Verdict
 from recallbench.pipeline import start_run
 from recallbench.report.card import (
     UNMEASURED,
@@ -163,7 +162,7 @@ def test_run_json_holds_the_sha256_of_each_log_it_was_scored_from(
 ) -> None:
     manifest = read_manifest(scored.run_dir)
     logs = {n: _sha256(scored.run_dir / n) for n in store.LOGS if (scored.run_dir / n).exists()}
-    assert set(logs) == {"observations.jsonl", "texts.jsonl", "ingest.jsonl"}
+    assert set(logs) == {"observations.jsonl", "texts.jsonl", "lists.jsonl", "ingest.jsonl"}
     assert manifest.scored_from == logs == card["logs_sha256"]
 
 
@@ -226,29 +225,14 @@ def test_a_cell_copied_from_another_run_is_marked_with_that_run(
     assert "carried from 20260101T000000Z-feedbeef" in (folder / "card.md").read_text()
 
 
-class _RepeatSpec(RunSpec):
-    """A spec with three repeats, standing in for ``RunSpec.repeats`` until it lands."""
-
-    repeats = 3
-
-
-class _RepeatVerdict(Verdict):
-    """A verdict with a ``repeat`` number, standing in for ``Verdict.repeat``."""
-
-
 def test_three_repeats_state_a_tolerance_of_two_standard_deviations(scored: ScoredRun) -> None:
     base = [v for v in scored.verdicts if v.system == "bm25" and v.slice == "fact"][:2]
-    verdicts = []
-    for repeat, value in enumerate((0.0, 0.5, 1.0)):
-        for v in base:
-            copy = _RepeatVerdict(**{
-                f.name: getattr(v, f.name) for f in dataclasses.fields(Verdict)
-            })  # fmt: skip
-            object.__setattr__(copy, "repeat", repeat)
-            object.__setattr__(copy, "metrics", {**v.metrics, "evidence_recall@5": value})
-            verdicts.append(copy)
-    spec = _RepeatSpec(**{f.name: getattr(scored.spec, f.name)
-                          for f in dataclasses.fields(RunSpec)})  # fmt: skip
+    verdicts = [
+        dataclasses.replace(v, repeat=repeat, metrics={**v.metrics, "evidence_recall@5": value})
+        for repeat, value in enumerate((0.0, 0.5, 1.0))
+        for v in base
+    ]
+    spec = dataclasses.replace(scored.spec, repeats=3)
     manifest = dataclasses.replace(scored.manifest, spec=spec)
     view = dataclasses.replace(scored, manifest=manifest, verdicts=tuple(verdicts))
     tol = card_data(view)["datasets"][0]["repeats_tolerance"]

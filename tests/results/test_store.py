@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from recallbench.contracts import Observation
 from recallbench.datasets.jsonl import read_jsonl
 from recallbench.results import store
 
@@ -76,3 +77,60 @@ def test_atomic_writes_sync_the_file_and_the_folder(
     log.sync()
     assert synced == [str(tmp_path / "obs.jsonl")]
     log.close()
+
+
+def _obs(qid: str, memories: tuple, system: str = "naive") -> Observation:
+    return Observation(
+        run_id="r", dataset="d", dataset_version="d@1", group="all", question_id=qid,
+        system=system, k=10, attempt=1, observed_at="2026-01-01T00:00:00+00:00",
+        latency_ms=1.0, memories=memories, chars_returned=sum(len(m.text) for m in memories),
+        outcome="usable" if memories else "unusable",
+    )  # fmt: skip
+
+
+def test_a_repeated_memory_list_is_stored_once_and_read_back_whole(tmp_path: Path) -> None:
+    from recallbench.contracts import Memory
+
+    same = tuple(Memory(f"m{i}", f"text {i}", (f"t{i}",), None) for i in range(50))
+    other = (Memory("x", "text 1", ("t1",), 0.5),)
+    written = [_obs(f"q{i}", same) for i in range(20)] + [_obs("q20", other), _obs("q21", ())]
+    log = store.ObservationLog(tmp_path)
+    for o in written[:10]:
+        log.append(o)
+    log.close()
+    log = store.ObservationLog(tmp_path)  # a resume: what is stored is not stored again
+    for o in written[10:]:
+        log.append(o)
+    log.close()
+    lists = list(store.read_jsonl_tolerant(tmp_path / store.LISTS))
+    assert len(lists) == 2  # the naive-style list once, the other once; an empty one inline
+    texts = list(store.read_jsonl_tolerant(tmp_path / store.TEXTS))
+    assert len(texts) == 50  # "text 1" is shared by both lists and stored once
+    lines = list(store.read_jsonl_tolerant(tmp_path / store.OBSERVATIONS))
+    assert all("memories" not in o and len(o["memories_sha256"]) == 16 for o in lines[:21])
+    assert lines[21]["memories"] == []
+    assert store.read_observations(tmp_path) == written
+
+
+def test_a_format_3_folder_with_inline_lists_still_reads(tmp_path: Path) -> None:
+    from recallbench.contracts import Memory, to_json_dict
+
+    o = _obs("q1", (Memory("m1", "hello", ("t1",), 1.5),))
+    d = to_json_dict(o)
+    d["memories"][0]["text_sha256"] = "abcd"
+    del d["memories"][0]["text"]
+    (tmp_path / store.OBSERVATIONS).write_text(json.dumps(d) + "\n", encoding="utf-8")
+    (tmp_path / store.TEXTS).write_text('{"sha256": "abcd", "text": "hello"}\n', "utf-8")
+    assert store.read_observations(tmp_path) == [o]
+
+
+def test_a_missing_memory_list_names_the_damaged_file(tmp_path: Path) -> None:
+    from recallbench.contracts import Memory
+    from recallbench.errors import RunFolderError
+
+    log = store.ObservationLog(tmp_path)
+    log.append(_obs("q1", (Memory("m1", "hello", ("t1",)),)))
+    log.close()
+    (tmp_path / store.LISTS).write_text("", encoding="utf-8")
+    with pytest.raises(RunFolderError, match=r"memory list .* lists\.jsonl"):
+        store.read_observations(tmp_path)

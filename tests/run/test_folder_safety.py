@@ -95,6 +95,7 @@ except UserError as exc:
 """
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_two_concurrent_resumes_one_is_refused_and_the_folder_scores(tmp_path: Path) -> None:
     run_dir = _done_run(tmp_path, ("slow-bm25",))
     _cut_run(run_dir, 5)

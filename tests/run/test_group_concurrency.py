@@ -67,6 +67,7 @@ def _run(tmp: Path, name: str, spec: RunSpec, **kw: Any) -> Path:
     return start_run(spec, tmp / "data", tmp / name, **kw).run_dir
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_parallel_groups_give_the_results_of_one_at_a_time(tmp_path: Path) -> None:
     data = testing.longmemeval_shaped(tmp_path / "lme.json", haystacks=12)
     spec = RunSpec(
@@ -198,6 +199,7 @@ start_run(spec, Path({d!r}), Path({out!r}), group_concurrency=4)
 """
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_sigkill_then_resume_with_lanes_loses_and_duplicates_nothing(tmp_path: Path) -> None:
     data = testing.longmemeval_shaped(tmp_path / "lme.json", haystacks=40)
     out = tmp_path / "killed"

@@ -44,7 +44,7 @@ def _run(
 
 
 def _obs(run_dir: Path, system: str = "hostile") -> list[dict[str, Any]]:
-    return [o for o in _lines(run_dir / store.OBSERVATIONS) if o["system"] == system]
+    return [o for o in store.read_observation_records(run_dir) if o["system"] == system]
 
 
 def _complete(run_dir: Path, status: str = "complete") -> None:

@@ -153,7 +153,7 @@ def test_a_changed_log_or_dataset_checksum_is_caught(bundle: Path, tmp_path: Pat
 def test_log_hashes_are_checked_against_run_json(bundle: Path, tmp_path: Path) -> None:
     """Every scored run records the SHA-256 of each log it was scored from (``scored_from``)."""
     raw = json.loads((bundle / store.RUN_JSON).read_text())
-    logs = [n for n in (store.OBSERVATIONS, store.TEXTS, store.INGEST) if (bundle / n).is_file()]
+    logs = [n for n in store.LOGS if (bundle / n).is_file()]
     assert raw["scored_from"] == {
         n: hashlib.sha256((bundle / n).read_bytes()).hexdigest() for n in logs
     }

@@ -136,6 +136,10 @@ class LoadedDataset:
     """Characters of each corpus turn, when a predictions file's character claims are checked."""
     facts: Mapping[str, Any] = field(default_factory=dict)
     """What the loader found (question file, corpus read, ...): recorded, never read back."""
+    slice_order: tuple[str, ...] = ()
+    """The benchmark's own order of its slices (LoCoMo's categories 1-5, LongMemEval's
+    question types, BEAM's abilities), which every table follows; empty: the order in which
+    the question file first shows them (Glasshouse's axes)."""
 
     @property
     def key(self) -> str:

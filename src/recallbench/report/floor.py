@@ -9,8 +9,10 @@ its figures are computed from the dataset's questions at scoring time and are no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from recallbench.contracts import ALL, MetricRow
-from recallbench.report.tables import Table, fmt
+from recallbench.report.tables import Table, fmt, in_order
 from recallbench.results.scored import Control, Floor
 
 CONTROL_NOTE = (
@@ -45,19 +47,21 @@ def _row(control: Control, slice_: str, metric: str) -> MetricRow | None:
     return None
 
 
-def floor_table(floor: Floor, title: str | None = None) -> Table:
-    """An answer floor as a table: per slice (in the rows' order) each per-slice figure, then
+def floor_table(floor: Floor, title: str | None = None, order: Sequence[str] = ()) -> Table:
+    """An answer floor as a table: per slice (the benchmark's ``order`` first, then the rows'
+    order) each per-slice figure, then
     every figure over all questions; the caption names the rules and every reason a figure over
     all questions is null or leaves questions out (by rule and count)."""
     controls = floor.controls
     metrics = {f.metric for f in floor.figures}
-    slices = list(
-        dict.fromkeys(
+    slices = in_order(
+        (
             r.slice
             for c in controls
             for r in c.metrics
             if r.metric in metrics and r.slice != ALL and r.k is None
-        )
+        ),
+        order,
     )
     rows: list[tuple[str, ...]] = []
     for slice_ in slices:
@@ -87,4 +91,5 @@ def floor_table(floor: Floor, title: str | None = None) -> Table:
         ("slice", "figure", *(c.label for c in controls)),
         tuple(rows),
         caption,
+        key_columns=2,
     )

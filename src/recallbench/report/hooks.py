@@ -16,6 +16,10 @@ from recallbench.results.scored import ScoredRun
 class BenchmarkReport:
     """No tables, notes or exports beyond the generic ones."""
 
+    export_formats: tuple[str, ...] = ()
+    """Names of the interop formats :meth:`write_exports` writes (``recallbench export RUN
+    --format NAME``, ``run --export NAME``); written on request only, never by scoring."""
+
     def summary_tables(self, scored: ScoredRun, dataset: LoadedDataset) -> list[Table]:
         """Tables for one dataset (per axis, per category, ...), after the generic ones."""
         return []
@@ -37,7 +41,8 @@ class BenchmarkReport:
         observations: Sequence[Observation],
         verdicts: Sequence[Verdict],
     ) -> None:
-        """Interop files written after scoring (a benchmark's own run-record format)."""
+        """Interop files (a benchmark's own run-record format) for a scored run, written on
+        request (``recallbench export``); ``verdicts`` are this dataset's."""
 
     def write_submission(
         self,

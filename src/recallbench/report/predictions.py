@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from recallbench import __version__
 from recallbench.contracts import MetricRow
 from recallbench.report.hooks import BenchmarkReport
-from recallbench.report.summary import _markdown_rules, _markdown_table, metric_table
-from recallbench.report.tables import Table
+from recallbench.report.summary import _markdown_rules, metric_table
+from recallbench.report.tables import Table, markdown_table
 from recallbench.results.scored import ScoredRun
 from recallbench.score.metrics import MetricKey
 from recallbench.score.predictions import PredictionsScore
@@ -96,6 +96,6 @@ def render_predictions_summary(
         *(f"- {n}" for n in result.notes()),
         "",
     ]
-    lines += [_markdown_table(t) for t in tables]
+    lines += [markdown_table(t) for t in tables]
     lines.append("Every figure is a row of metrics.jsonl, recomputable from verdicts.jsonl.")
     return "\n".join(lines) + "\n"

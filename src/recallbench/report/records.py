@@ -32,6 +32,7 @@ from recallbench.results.store import (
     read_jsonl_tolerant,
     read_observations,
 )
+from recallbench.score.repeats import is_repeat_row
 
 CARD = "card.md"
 """The results card a run folder may hold (written by ``recallbench.report.card``)."""
@@ -52,6 +53,8 @@ class RunRecords:
     run_dir: Path
     manifest: RunManifest
     metrics: tuple[MetricRow, ...]
+    """The rows the figures draw: repeat 0's (``run --repeats``), as the summary's tables show
+    them; the rows of later repeats and over repeats stay in ``metrics.jsonl``."""
     verdicts: tuple[Verdict, ...]
     observations: tuple[Observation, ...]
     answers: tuple[dict[str, Any], ...]
@@ -79,7 +82,11 @@ def read_run_records(run_dir: Path) -> RunRecords:
     return RunRecords(
         run_dir=run_dir,
         manifest=manifest,
-        metrics=tuple(metric_row_from_dict(d) for d in read_jsonl_tolerant(run_dir / METRICS)),
+        metrics=tuple(
+            row
+            for row in map(metric_row_from_dict, read_jsonl_tolerant(run_dir / METRICS))
+            if row.repeat == 0 and not is_repeat_row(row)
+        ),
         verdicts=tuple(verdict_from_dict(d) for d in read_jsonl_tolerant(run_dir / VERDICTS)),
         observations=tuple(read_observations(run_dir)),
         answers=tuple(read_jsonl_tolerant(run_dir / ANSWERS)),

@@ -15,8 +15,9 @@ from recallbench.contracts import ALL, MetricRow
 from recallbench.report.answering import answering_lines, answering_table
 from recallbench.report.floor import floor_table
 from recallbench.report.hooks import BenchmarkReport
+from recallbench.report.repeats import first_repeat, label_titles, repeats_table, scope_line
 from recallbench.report.speed import speed_table
-from recallbench.report.tables import Table, fmt
+from recallbench.report.tables import Table, fmt, in_order, markdown_table
 from recallbench.results.scored import Floor, ScoredRun
 
 Reports = Mapping[str, BenchmarkReport]
@@ -68,18 +69,26 @@ def _retrieval_columns(spec_k: Sequence[int], kmax: int) -> tuple[str, ...]:
     return tuple(columns)
 
 
+def _retrieval_breaks(columns: Sequence[str], kmax: int) -> tuple[int, ...]:
+    """Where the retrieval table splits first when too wide: hits | the other ranking
+    figures | the cost columns (errors, empty, characters, latency, ingest)."""
+    return (columns.index(f"recall@{kmax}"), columns.index("errors"))
+
+
 def retrieval_floor_table(floor: Floor, ks: Sequence[int]) -> Table:
     """A retrieval floor alone, in the columns of the retrieval table at depths ``ks``
     (``recallbench controls`` on a retrieval-only dataset)."""
     kmax = max(ks)
     rows = [tuple(_retrieval_cells(c.label, c.metrics, ks, kmax)[0]) for c in floor.controls]
     notes = " ".join(RETRIEVAL_FLOOR_NOTE.format(label=c.label) for c in floor.controls)
+    columns = _retrieval_columns(ks, kmax)
     return Table(
         f"{floor.dataset}: retrieval floor (the {floor.rules} rules score no answer)",
-        _retrieval_columns(ks, kmax),
+        columns,
         tuple(rows),
         "n = questions scored for retrieval; errors and empty are out of all questions asked. "
         + notes,
+        breaks=_retrieval_breaks(columns, kmax),
     )
 
 
@@ -112,7 +121,11 @@ def system_table(scored: ScoredRun, dataset_key: str) -> Table:
         + "".join(f" {note}" for note in ignores_k_notes(scored))
     )
     return Table(
-        f"{dataset_key}: retrieval from gold evidence ids", tuple(columns), tuple(rows), cap.strip()
+        f"{dataset_key}: retrieval from gold evidence ids",
+        tuple(columns),
+        tuple(rows),
+        cap.strip(),
+        breaks=_retrieval_breaks(columns, kmax),
     )
 
 
@@ -134,12 +147,14 @@ def ignores_k_notes(scored: ScoredRun) -> list[str]:
 def slice_table(scored: ScoredRun, dataset_key: str, metric: str, k: int | None) -> Table | None:
     idx = _index(scored.metrics)
     systems = scored.systems
-    slices = list(
-        dict.fromkeys(
+    order = next((ds.slice_order for ds in scored.datasets if ds.key == dataset_key), ())
+    slices = in_order(
+        (
             r.slice
             for r in scored.metrics
             if r.dataset == dataset_key and r.metric == metric and r.k == k and r.slice != ALL
-        )
+        ),
+        order,
     )
     if not slices:
         return None
@@ -158,11 +173,17 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
     """Every table of a run: per dataset the generic ones, the benchmark's own and its answer
     floor (when its rules score answers and some control figure has a value, so not for a
     benchmark whose answer figures all wait for a judge), then the tables each benchmark draws
-    across its datasets."""
+    across its datasets. A run of several repeats shows repeat 0 in these tables and its
+    figures over the repeats in a table of their own; a subset run's titles name the subset."""
+    every_repeat = scored
+    scored = first_repeat(scored)
     kmax = scored.spec.k_max
     out: list[Table] = []
     for ds in scored.datasets:
         out.append(system_table(scored, ds.key))
+        over_repeats = repeats_table(every_repeat, ds.key)
+        if over_repeats:
+            out.append(over_repeats)
         speed = speed_table(scored, ds.key)
         if speed:
             out.append(speed)
@@ -175,38 +196,46 @@ def tables(scored: ScoredRun, reports: Reports) -> list[Table]:
         out.extend(reports[ds.key].summary_tables(scored, ds))
         floor = scored.floors.get(ds.key)
         if floor is not None and floor.scores_answers and floor.measured:
-            out.append(floor_table(floor))
+            out.append(floor_table(floor, order=ds.slice_order))
     by_report: dict[int, tuple[BenchmarkReport, list]] = {}
     for ds in scored.datasets:
         report = reports[ds.key]
         by_report.setdefault(id(report), (report, []))[1].append(ds)
     for report, datasets in by_report.values():
         out.extend(report.cross_dataset_tables(scored, datasets))
-    return out
+    return label_titles(out, scored)
 
 
-def _markdown_table(t: Table) -> str:
+CHECKSUM_IS = "the dataset checksum: SHA-256 over its files' SHA-256"
+"""How a dataset checksum is labelled wherever it is printed beside the files' own SHA-256."""
+
+
+def checksum_lines(
+    label: str, files: Sequence[Mapping[str, object]], checksum: str, pinned: bool
+) -> list[str]:
+    """The SHA-256 of each data file a dataset was read from (what the docs pin, what
+    ``sha256sum`` prints), then the dataset checksum metric rows carry, each labelled."""
     lines = [
-        f"### {t.title}",
-        "",
-        "| " + " | ".join(t.columns) + " |",
-        "|" + "|".join("---" for _ in t.columns) + "|",
+        f"dataset {label}: file {f.get('name')} sha256 {f.get('sha256')}"
+        f"{'' if f.get('pinned') else ' (NOT the pinned file)'}"
+        for f in files
     ]
-    lines += ["| " + " | ".join(r) + " |" for r in t.rows]
-    if t.caption:
-        lines += ["", t.caption]
-    return "\n".join(lines) + "\n"
+    lines.append(
+        f"dataset {label}: checksum {checksum} ({CHECKSUM_IS})"
+        f"{'' if pinned else ' (NOT the pinned release)'}"
+    )
+    return lines
 
 
 def provenance_lines(scored: ScoredRun) -> list[str]:
-    """What every printed figure carries: run id and date, dataset versions and checksums."""
+    """What every printed figure carries: run id and date, full run or subset (and repeats),
+    dataset versions, the SHA-256 of each data file and the dataset checksum."""
     m = scored.manifest
     lines = [f"run {m.run_id} ({m.started_at})"]
-    lines += [
-        f"dataset {d.version_label} sha256 {d.checksum}"
-        f"{'' if d.pinned else ' (NOT the pinned release)'}"
-        for d in m.datasets
-    ]
+    if scored.predictions is None:
+        lines.append(scope_line(scored))
+    for d in m.datasets:
+        lines += checksum_lines(d.version_label, d.files, d.checksum, d.pinned)
     return lines
 
 
@@ -277,6 +306,8 @@ def answers_line(scored: ScoredRun) -> str:
 
 
 def render_summary(scored: ScoredRun, reports: Reports) -> str:
+    every_repeat = scored
+    scored = first_repeat(scored)
     m = scored.manifest
     spec = m.spec
     git = m.environment.get("git") or {}
@@ -291,6 +322,7 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
         f"- k: {', '.join(str(k) for k in spec.k)}; chunking: {spec.chunking}; "
         f"seed: {spec.seed}; concurrency: {spec.concurrency}; "
         f"timeout: {spec.timeout_s:g} s",
+        f"- {scope_line(scored)}",
         answers_line(scored),
         *answering_lines(scored),
         "",
@@ -299,8 +331,13 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
         pinned = "pinned release" if d.pinned else "NOT the pinned release"
         lines.append(
             f"- dataset {d.version_label}: {d.questions} questions, "
-            f"{d.groups} haystack group(s) ({d.haystack}); sha256 "
-            f"{d.checksum} ({pinned})"
+            f"{d.groups} haystack group(s) ({d.haystack}); checksum "
+            f"{d.checksum} ({CHECKSUM_IS}; {pinned})"
+        )
+        lines.extend(
+            f"  - file {f.get('name')} sha256 {f.get('sha256')}"
+            f"{'' if f.get('pinned') else ' (NOT the pinned file)'}"
+            for f in d.files
         )
         lines.extend(f"  - note: {n}" for n in d.card_notes)
         if d.load_report:
@@ -317,8 +354,8 @@ def render_summary(scored: ScoredRun, reports: Reports) -> str:
     lines.extend(f"- {line}" for line in failure_lines(scored))
     lines.extend(f"- {line}" for line in timing_lines(scored))
     lines.append("")
-    for t in tables(scored, reports):
-        lines.append(_markdown_table(t))
+    for t in tables(every_repeat, reports):
+        lines.append(markdown_table(t))
     lines.append(
         "Every figure of a system is a row of metrics.jsonl, recomputable from verdicts.jsonl "
         "(unless its table says otherwise); floor figures are controls, recomputable with "

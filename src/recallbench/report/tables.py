@@ -20,6 +20,13 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     caption: str = ""
+    breaks: tuple[int, ...] = ()
+    """Column indices where a new group of columns starts (the retrieval table's cost columns
+    after its ranking ones): a table too wide for the console is split there first
+    (:func:`recallbench.report.layout.fit_to_width`)."""
+    key_columns: int = 1
+    """Leading columns that name a row (``slice`` and ``figure`` in a floor table): every part
+    of a split table repeats them."""
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -34,6 +41,14 @@ def cell(row: MetricRow | None, excluded: str = "excl.") -> str:
     if row.n_excluded:
         text += f" +{row.n_excluded} {excluded}"
     return text
+
+
+def in_order(slices: Iterable[str], order: Sequence[str]) -> list[str]:
+    """``slices`` once each: those the benchmark orders (``order``, its own order of its
+    slices, e.g. LoCoMo's categories 1-5) first, in that order, then the rest as they came."""
+    present = list(dict.fromkeys(slices))
+    known = set(order)
+    return [s for s in order if s in present] + [s for s in present if s not in known]
 
 
 def index_rows(rows: Iterable[MetricRow], dataset_key: str) -> dict[tuple, MetricRow]:
@@ -51,3 +66,17 @@ def exclusion_caption(
         if row is not None and row.exclusion_rule:
             parts.append(f"{s}: {row.exclusion_rule}")
     return "; ".join(parts) + "."
+
+
+def markdown_table(t: Table) -> str:
+    """A table as Markdown: a ``###`` title, the pipe table, then its caption."""
+    lines = [
+        f"### {t.title}",
+        "",
+        "| " + " | ".join(t.columns) + " |",
+        "|" + "|".join("---" for _ in t.columns) + "|",
+    ]
+    lines += ["| " + " | ".join(r) + " |" for r in t.rows]
+    if t.caption:
+        lines += ["", t.caption]
+    return "\n".join(lines) + "\n"

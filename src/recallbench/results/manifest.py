@@ -43,10 +43,15 @@ def _from_3(d: dict[str, Any]) -> dict[str, Any]:
     ``run_date`` on every metric row (absent in format 3: unknown, never guessed), and in
     ``run.json`` the ``operator``, each dataset's ``scale`` and ``file_sha256``, and the
     SHA-256 of each log the run was scored from (``scored_from``), all absent when unknown;
-    and ``ci_unit``, ``ci_iterations`` and ``ci_seed`` on every metric row with an interval
+    ``ci_unit``, ``ci_iterations`` and ``ci_seed`` on every metric row with an interval
     (which now resamples haystack groups when a dataset has at least 20, questions stratified
-    by slice otherwise; rows of format 3 read them as null, and re-scoring writes them): a
-    format-3 manifest needs no change."""
+    by slice otherwise; rows of format 3 read them as null, and re-scoring writes them);
+    ``repeat`` in the key of observations, ingest records, verdicts, answers, judgements and
+    metric rows (absent: repeat 0, the only one a format-3 run has), ``RunSpec.repeats``
+    (absent: 1) and ``RunSpec.subset`` (absent: a full run). It also stores each memory list
+    once, in ``lists.jsonl``, and an observation names it by ``memories_sha256``
+    (:class:`recallbench.results.store.ObservationLog`); the reader still takes lists inline.
+    So a format-3 folder reads as it is: its manifest needs no change."""
     return d
 
 

@@ -39,6 +39,9 @@ RUN_JSON = "run.json"
 OBSERVATIONS = "observations.jsonl"
 TEXTS = "texts.jsonl"
 TEXT_KEY_CHARS = 16  # the first 64 bits of a text's SHA-256 name it in texts.jsonl
+LISTS = "lists.jsonl"
+"""Memory lists stored once by SHA-256 (format 4): an observation names its list with
+``memories_sha256`` instead of holding ``memories``."""
 INGEST = "ingest.jsonl"
 ANSWERS = "answers.jsonl"
 JUDGEMENTS = "judgements.jsonl"
@@ -49,7 +52,7 @@ LOCK_FILE = "run.lock"
 """An empty file whose ``flock`` the one process writing the folder holds (the file stays; the
 lock goes with the process, so a killed run never leaves a stale lock)."""
 CARD = "card.md"
-LOGS: tuple[str, ...] = (OBSERVATIONS, TEXTS, INGEST, ANSWERS, JUDGEMENTS)
+LOGS: tuple[str, ...] = (OBSERVATIONS, TEXTS, LISTS, INGEST, ANSWERS, JUDGEMENTS)
 """The logs a run is scored from (what ``run.json``'s ``scored_from`` hashes)."""
 DERIVED: tuple[str, ...] = (VERDICTS, METRICS, SUMMARY, CARD)
 """The files scoring writes from the logs, byte-identical every time they are re-derived."""
@@ -233,18 +236,27 @@ def write_text(path: Path, text: str) -> None:
 
 
 class ObservationLog:
-    """``observations.jsonl`` with memory texts stored once, by SHA-256, in ``texts.jsonl``.
+    """``observations.jsonl`` with memory texts stored once, by SHA-256, in ``texts.jsonl``, and
+    each memory list stored once, by SHA-256, in ``lists.jsonl`` (format 4).
 
-    A full-context system returns the same thousands of chunks for every question; storing each
-    text once keeps a run folder the size of its corpus. A text line is always flushed before
-    the first observation that names it, so a killed run never references a missing text.
+    A full-context system returns the same thousands of chunks for every question of a haystack
+    (the naive baseline); storing each text once keeps a run folder the size of its corpus, and
+    each list once keeps it from growing with questions x memories. A list is the memories'
+    JSON with texts replaced by their ``text_sha256``; an observation whose list is not empty
+    names it by ``memories_sha256`` (an empty list stays inline as ``"memories": []``). A text
+    line is always flushed before the list naming it, and a list line before the first
+    observation naming it, so a killed run never references a missing text or list.
     """
 
     def __init__(self, run_dir: Path) -> None:
         texts_path = run_dir / TEXTS
+        lists_path = run_dir / LISTS
         repair_torn_tail(texts_path)
+        repair_torn_tail(lists_path)
         self._seen = {t["sha256"] for t in read_jsonl_tolerant(texts_path)}
+        self._lists_seen = {x["sha256"] for x in read_jsonl_tolerant(lists_path)}
         self._texts = AppendLog(texts_path)
+        self._lists = AppendLog(lists_path)
         self._obs = AppendLog(run_dir / OBSERVATIONS)
 
     def append(self, obs: Observation) -> None:
@@ -256,23 +268,47 @@ class ObservationLog:
                 self._texts.append({"sha256": digest, "text": text})
                 self._seen.add(digest)
             m["text_sha256"] = digest
+        memories = record.pop("memories")
+        if memories:
+            key = sha256_text(canonical_json(memories))[:TEXT_KEY_CHARS]
+            if key not in self._lists_seen:
+                self._lists.append({"sha256": key, "memories": memories})
+                self._lists_seen.add(key)
+            record["memories_sha256"] = key
+        else:
+            record["memories"] = []
         self._obs.append(record)
 
     def sync(self) -> None:
-        """Sync both logs (texts first, so a synced observation never names a lost text)."""
+        """Sync the logs (texts, then lists, then observations, so a synced observation never
+        names a lost list or text)."""
         self._texts.sync()
+        self._lists.sync()
         self._obs.sync()
 
     def close(self) -> None:
         self._texts.close()
+        self._lists.close()
         self._obs.close()
 
 
-def read_observations(run_dir: Path) -> list[Observation]:
-    """Observations with their memory texts restored from ``texts.jsonl``."""
+def read_observation_records(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The lines of ``observations.jsonl`` as dicts with ``memories`` in full: each list
+    restored from ``lists.jsonl`` (format 4) and each text from ``texts.jsonl``. Reads format-3
+    folders too (lists inline, no ``lists.jsonl``); a missing list or text is an error naming
+    the damaged file."""
     texts = {t["sha256"]: t["text"] for t in read_jsonl_tolerant(run_dir / TEXTS)}
-    out = []
+    lists = {x["sha256"]: x["memories"] for x in read_jsonl_tolerant(run_dir / LISTS)}
     for number, d in enumerate(read_jsonl_tolerant(run_dir / OBSERVATIONS), start=1):
+        if "memories_sha256" in d:
+            key = d.pop("memories_sha256")
+            if key not in lists:
+                raise RunFolderError(
+                    f"{run_dir / OBSERVATIONS}: observation {number} names memory list {key}, "
+                    f"which {run_dir / LISTS} does not hold: the folder was damaged; "
+                    "restore lists.jsonl from a copy, or run again"
+                )
+            d["memories"] = [dict(m) for m in lists[key]]
         for m in d.get("memories", ()):
             if "text_sha256" in m:
                 digest = m.pop("text_sha256")
@@ -283,5 +319,10 @@ def read_observations(run_dir: Path) -> list[Observation]:
                         "restore texts.jsonl from a copy, or run again"
                     )
                 m["text"] = texts[digest]
-        out.append(observation_from_dict(d))
-    return out
+        yield d
+
+
+def read_observations(run_dir: Path) -> list[Observation]:
+    """Observations with their memory lists and texts restored
+    (:func:`read_observation_records`)."""
+    return [observation_from_dict(d) for d in read_observation_records(run_dir)]

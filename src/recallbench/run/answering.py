@@ -6,7 +6,9 @@ Each question of each system (and of each condition row: ``condition:no-memory``
 memories (answer mode), then the judge grades the answer or the memories. Jobs run in a pool of
 ``llm_concurrency`` threads, so at most that many calls are in flight. Every record is appended
 and flushed as soon as its call returns, so a killed step loses at most the calls in flight, and
-a resume skips every answer and judgement already recorded (for the same judge).
+a resume skips every answer and judgement already recorded (for the same judge). Records are
+keyed by the observation's ``repeat`` too (``run --repeats N``), and the response cache's sample
+index is that repeat, so each repeat's reader and judge calls are fresh samples.
 
 A search that failed (outcome ``error``) is a miss: no reader or judge call, every judged
 figure 0. A search that returned nothing is judged like any other (abstention questions are
@@ -180,34 +182,52 @@ class AnsweringStep:
         roles: Roles,
         *,
         seed: int = 0,
-        sample: int = 0,
         concurrency: int = 8,
         reader_preset: str | None = None,
         progress: Callable[[int, int], None] | None = None,
+        phases: Callable[[str, int], Callable[[int], None]] | None = None,
+        roles_for: Callable[[int], Roles] | None = None,
     ) -> None:
+        """``roles`` serve repeat 0; ``roles_for(r)`` the observations of repeat ``r`` above 0
+        (calls whose response-cache sample index is ``r``); without it every repeat is served
+        by ``roles``."""
         self.run_dir = run_dir
         self.run_id = run_id
         self.mode = mode
         self.roles = roles
         self.seed = seed
-        self.sample = sample
+        self.roles_for = roles_for
+        self._by_repeat: dict[int, Roles] = {0: roles}
         self.concurrency = max(1, concurrency)
         self.reader_preset = reader_preset
         self.progress = progress
+        self.phases = phases
+        """``phases(phase, total)`` starts the ``answer`` or ``judge`` progress task of the
+        step and returns its advance function (each question ticks each phase it needs)."""
         self._lock = threading.Lock()
         self._done = 0
 
+    def _roles(self, repeat: int) -> Roles:
+        """Who reads and judges the observations of ``repeat`` (built once per repeat)."""
+        with self._lock:
+            if repeat not in self._by_repeat:
+                made = self.roles_for(repeat) if self.roles_for is not None else self.roles
+                self._by_repeat[repeat] = made
+            return self._by_repeat[repeat]
+
     # -- what is already there
 
-    def _existing(self) -> tuple[dict[tuple[str, str, str], AnswerRecord], set[tuple[str, ...]]]:
+    def _existing(
+        self,
+    ) -> tuple[dict[tuple[str, str, str, int], AnswerRecord], set[tuple[object, ...]]]:
         for name in (store.ANSWERS, store.JUDGEMENTS):
             store.repair_torn_tail(self.run_dir / name)
-        answers: dict[tuple[str, str, str], AnswerRecord] = {}
+        answers: dict[tuple[str, str, str, int], AnswerRecord] = {}
         for d in store.read_jsonl_tolerant(self.run_dir / store.ANSWERS):
             a = answer_from_dict(d)
-            answers.setdefault((a.dataset, a.system, a.question_id), a)
-        judged = {
-            (j.dataset, j.system, j.question_id, j.judge, j.metric)
+            answers.setdefault((a.dataset, a.system, a.question_id, a.repeat), a)
+        judged: set[tuple[object, ...]] = {
+            (j.dataset, j.system, j.question_id, j.repeat, j.judge, j.metric)
             for j in map(judgement_from_dict, store.read_jsonl_tolerant(
                 self.run_dir / store.JUDGEMENTS
             ))
@@ -225,7 +245,7 @@ class AnsweringStep:
             run_id=self.run_id, dataset=ds.key, system=obs.system, question_id=obs.question_id,
             mode=self.mode, condition=ctx.condition, instrument=inst.name,
             reader=self.roles.reader or "", reader_preset=self.reader_preset,
-            sample=self.sample, memory_chars=chars,
+            sample=obs.repeat, memory_chars=chars, repeat=obs.repeat,
         )
         if result is None:
             return AnswerRecord(
@@ -271,7 +291,7 @@ class AnsweringStep:
             run_id=self.run_id, dataset=ds.key, system=obs.system, question_id=obs.question_id,
             mode=self.mode, condition=condition, instrument=inst.name,
             judge=self.roles.judge or "", reader=self.roles.reader if self.mode == "answer"
-            else None, metric=metric, sample=self.sample,
+            else None, metric=metric, sample=obs.repeat, repeat=obs.repeat,
         )
         if result is None:
             return JudgementRecord(
@@ -312,6 +332,7 @@ class AnsweringStep:
         answers_log = store.AppendLog(self.run_dir / store.ANSWERS)
         judgements_log = store.AppendLog(self.run_dir / store.JUDGEMENTS)
         todo: list[tuple[DatasetJob, Observation, Question, dict[str, Turn]]] = []
+        needs: list[tuple[bool, bool]] = []  # (answer, judge) each question of todo needs
         for job in jobs:
             turns = turn_index(job.dataset)
             questions = {q.id: q for q in job.dataset.questions}
@@ -320,14 +341,21 @@ class AnsweringStep:
                 q = questions.get(obs.question_id)
                 if q is None:
                     continue
-                key = (job.dataset.key, obs.system, obs.question_id)
+                key = (job.dataset.key, obs.system, obs.question_id, obs.repeat)
                 need_answer = self.mode == "answer" and key not in answers
                 need_judge = any(
                     (*key, self.roles.judge or "", m) not in judged for m in metrics
                 )
                 if need_answer or need_judge:
                     todo.append((job, obs, q, turns))
+                    needs.append((need_answer, need_judge))
         total = len(todo)
+        answer_tick = judge_tick = None
+        if self.phases is not None:
+            n_answer = sum(a for a, _ in needs)
+            n_judge = sum(j for _, j in needs)
+            answer_tick = self.phases("answer", n_answer) if n_answer else None
+            judge_tick = self.phases("judge", n_judge) if n_judge else None
         self._done = 0
         if self.progress is not None:
             self.progress(0, total)  # the step starts (a progress bar shows its total)
@@ -335,20 +363,21 @@ class AnsweringStep:
         def one(item: tuple[DatasetJob, Observation, Question, dict[str, Turn]]) -> None:
             job, obs, q, turns = item
             inst, ds = job.instrument, job.dataset
+            roles = self._roles(obs.repeat)
             condition = condition_of(obs.system)
             memories = () if obs.outcome == "error" else retrieved(obs.memories, turns)
-            ctx = AnswerContext(q, memories, condition, self.seed, self.sample)
-            key = (ds.key, obs.system, obs.question_id)
+            ctx = AnswerContext(q, memories, condition, self.seed, obs.repeat)
+            key = (ds.key, obs.system, obs.question_id, obs.repeat)
             answer_text: str | None = None
             missed = obs.outcome == "error"
             if self.mode == "answer":
                 record = answers.get(key)
-                if record is None and self.roles.reader_call is None:
+                if record is None and roles.reader_call is None:
                     self._tick(total)  # re-judging only: a question without an answer waits
                     return
                 if record is None:
-                    assert self.roles.reader_call is not None
-                    result = None if missed else inst.answer(ctx, self.roles.reader_call)
+                    assert roles.reader_call is not None
+                    result = None if missed else inst.answer(ctx, roles.reader_call)
                     record = self._answer_record(ds, obs, inst, ctx, result,
                                                  job.empty_prompt_tokens)
                     with self._lock:
@@ -365,8 +394,8 @@ class AnsweringStep:
                 if missed:
                     results: dict[str, JudgeResult | None] = {m: None for m in pending}
                 else:
-                    assert self.roles.judge_call is not None
-                    got = inst.judge(ctx, self.mode, answer_text, self.roles.judge_call)
+                    assert roles.judge_call is not None
+                    got = inst.judge(ctx, self.mode, answer_text, roles.judge_call)
                     results = {r.metric: r for r in got}
                 for m in pending:
                     if m not in results:
@@ -377,13 +406,23 @@ class AnsweringStep:
                         judged.add((*key, self.roles.judge or "", m))
             self._tick(total)
 
+        def phased(i: int) -> None:
+            try:
+                one(todo[i])
+            finally:
+                need_answer, need_judge = needs[i]
+                if need_answer and answer_tick is not None:
+                    answer_tick(1)
+                if need_judge and judge_tick is not None:
+                    judge_tick(1)
+
         try:
             if self.concurrency == 1:
-                for item in todo:
-                    one(item)
+                for i in range(len(todo)):
+                    phased(i)
             else:
                 with ThreadPoolExecutor(self.concurrency, thread_name_prefix="answer") as pool:
-                    for _ in pool.map(one, todo):
+                    for _ in pool.map(phased, range(len(todo))):
                         pass
         finally:
             answers_log.close()

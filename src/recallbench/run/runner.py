@@ -50,6 +50,14 @@ starting only when no other call of that system is running in any lane, and none
 it runs (:class:`~recallbench.run.calls.Gate`). Those observations carry ``speed_sample: true``
 and are the ones the speed score reads; the search is the question's only one, so accuracy is
 measured as before.
+
+Repeats (``spec.repeats`` N, ``run --repeats N``): the whole run (every dataset, every system)
+is done N times in turn, repeat 0 first; each repeat builds fresh instances, ingests every group
+again and asks every question again, and its records carry ``repeat`` (0 to N-1, left out of
+the JSON when 0). A system's seed is the run's seed plus the repeat (so a seeded system's own
+variation is measured too; repeat 0 runs with the run's seed, as a single run does); the speed
+sample is the same questions in every repeat. Resume keys on the repeat: an interrupted repeat
+continues where it stopped.
 """
 
 from __future__ import annotations
@@ -90,12 +98,31 @@ LARGE_REPLY_BYTES = 14 * 1024
 congestion window; more costs another round trip on a new or idle connection)."""
 
 
+PHASES = ("ingest", "search", "answer", "judge")
+"""The phases of a run, each drawn as its own progress task: sessions ingested, questions
+searched, answers written (answer mode), answers or memories judged (memory, answer mode)."""
+
+
 @dataclass
 class Progress:
-    """Callbacks the CLI uses to draw progress; all optional."""
+    """Callbacks the CLI uses to draw progress; all optional.
+
+    ``start_phase(phase, what, total)`` starts one task of a phase (one of :data:`PHASES`,
+    ``what`` says of which system and dataset) and returns the function advancing that task;
+    tasks of several phases may run at once (ingest and search with parallel lanes). Without
+    it, :meth:`phase` falls back to ``start_task`` (the phase leads the description) and
+    ``advance``."""
 
     start_task: Callable[[str, int], None] = lambda description, total: None
     advance: Callable[[int], None] = lambda n: None
+    start_phase: Callable[[str, str, int], Callable[[int], None]] | None = None
+
+    def phase(self, phase: str, what: str, total: int) -> Callable[[int], None]:
+        """Start a task of ``phase`` over ``total`` items; returns its advance function."""
+        if self.start_phase is not None:
+            return self.start_phase(phase, what, total)
+        self.start_task(f"{phase} {what}", total)
+        return self.advance
 
 
 def strip_images(session: Session) -> Session:
@@ -335,7 +362,7 @@ class _SystemState:
 
     ds: LoadedDataset
     system_name: str
-    ingested: set[tuple[str, str, str]]
+    ingested: set[tuple[str, str, str, int]]
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock)
     generation: int = 0
     build_error: str | None = None
@@ -385,24 +412,34 @@ class Runner:
         self.run_dir = run_dir
         self.run_id = run_id
         self.progress = progress or Progress()
+        self._ticks: dict[tuple[str, str, str], Callable[[int], None]] = {}
+        """The advance function of each (phase, dataset, system) progress task."""
         self.cache_dir = cache_dir
         self.capabilities: dict[str, dict[str, Any]] = {}
         self.settings: dict[str, dict[str, Any]] = {}
         """The options each built system reported running with (``settings``), if any."""
         """What each built system declared (some depend on its config, e.g. mem0 with an LLM)."""
+        self.repeat = 0
+        """The repeat being run (``execute`` runs them in turn; every record carries it)."""
 
     # -- bookkeeping -----------------------------------------------------------------------
-    def done_keys(self) -> set[tuple[str, str, str]]:
+    def done_keys(self) -> set[tuple[str, str, str, int]]:
+        """``(dataset, system, question id, repeat)`` of every observation written."""
         path = self.run_dir / store.OBSERVATIONS
         store.repair_torn_tail(path)
         return {
-            (o["dataset"], o["system"], o["question_id"]) for o in store.read_jsonl_tolerant(path)
+            (o["dataset"], o["system"], o["question_id"], int(o.get("repeat", 0)))
+            for o in store.read_jsonl_tolerant(path)
         }
 
-    def ingested_groups(self) -> set[tuple[str, str, str]]:
+    def ingested_groups(self) -> set[tuple[str, str, str, int]]:
+        """``(dataset, system, group, repeat)`` of every ingest record written."""
         path = self.run_dir / store.INGEST
         store.repair_torn_tail(path)
-        return {(r["dataset"], r["system"], r["group"]) for r in store.read_jsonl_tolerant(path)}
+        return {
+            (r["dataset"], r["system"], r["group"], int(r.get("repeat", 0)))
+            for r in store.read_jsonl_tolerant(path)
+        }
 
     # -- execution -------------------------------------------------------------------------
     def execute(self) -> None:
@@ -414,9 +451,11 @@ class Runner:
         ingest_log = store.AppendLog(self.run_dir / store.INGEST)
         self._writer = _Writer(obs_log, ingest_log)
         try:
-            for ds in self.datasets:
-                for system_name in self.spec.systems:
-                    self._run_system(ds, system_name, done, ingested)
+            for repeat in range(max(1, self.spec.repeats)):
+                self.repeat = repeat
+                for ds in self.datasets:
+                    for system_name in self.spec.systems:
+                        self._run_system(ds, system_name, done, ingested)
         finally:
             self._writer.close()
             obs_log.close()
@@ -431,7 +470,7 @@ class Runner:
         shutil.rmtree(work, ignore_errors=True)  # a resumed run rebuilds state from scratch
         work.mkdir(parents=True, exist_ok=True)
         return SystemContext(
-            seed=self.spec.seed,
+            seed=self.spec.seed + self.repeat,
             work_dir=work,
             cache_dir=self.cache_dir,
             config=dict(self.spec.system_configs.get(system_name, {})),
@@ -497,8 +536,8 @@ class Runner:
         self,
         ds: LoadedDataset,
         system_name: str,
-        done: set[tuple[str, str, str]],
-        ingested: set[tuple[str, str, str]],
+        done: set[tuple[str, str, str, int]],
+        ingested: set[tuple[str, str, str, int]],
     ) -> None:
         """Every haystack group of ``ds`` for one system: on this thread with one lane, else on
         ``group_concurrency`` lane threads taking groups in dataset order."""
@@ -509,16 +548,23 @@ class Runner:
                 [
                     questions[qid]
                     for qid in g.question_ids
-                    if (ds.key, system_name, qid) not in done
+                    if (ds.key, system_name, qid, self.repeat) not in done
                 ],
             )
             for g in ds.groups
         ]
         total = sum(len(qs) for _, qs in todo_groups)
-        self.progress.start_task(f"{system_name} on {ds.key}", total)
+        work = [(g, qs) for g, qs in todo_groups if qs]
+        of = f" (repeat {self.repeat + 1} of {self.spec.repeats})" if self.spec.repeats > 1 else ""
+        what = f"{system_name} on {ds.key}{of}"
+        sessions = sum(len(g.sessions) for g, _ in work)  # a resumed group is ingested again
+        if sessions:
+            self._ticks[("ingest", ds.key, system_name)] = self.progress.phase(
+                "ingest", what, sessions
+            )
+        self._ticks[("search", ds.key, system_name)] = self.progress.phase("search", what, total)
         if total == 0:
             return
-        work = [(g, qs) for g, qs in todo_groups if qs]
         state = _SystemState(ds, system_name, ingested)
         if self.sample_size:
             ids = [q.id for q in ds.questions]
@@ -584,6 +630,7 @@ class Runner:
                         out,
                         state.ingested,
                     )
+                    self._tick("ingest", ds, system_name, len(group.sessions))
                     self._fail_all(ds, system_name, qs, state.build_error, out)
                     out.flush()
                     continue
@@ -664,6 +711,12 @@ class Runner:
                 state.images = image_paths(ds) if wanted else {}
             return state.images
 
+    def _tick(self, phase: str, ds: LoadedDataset, system_name: str, n: int = 1) -> None:
+        """Advance the progress task of ``phase`` for this dataset and system by ``n``."""
+        tick = self._ticks.get((phase, ds.key, system_name))
+        if tick is not None and n:
+            tick(n)
+
     def _fail_all(
         self,
         ds: LoadedDataset,
@@ -674,7 +727,7 @@ class Runner:
     ) -> None:
         for q in qs:
             obs_log.append(self._failed(ds, system_name, q, reason))
-            self.progress.advance(1)
+            self._tick("search", ds, system_name)
 
     def _ingest_record(
         self,
@@ -687,10 +740,10 @@ class Runner:
         reason: str | None,
         finish_ms: float | None,
         out: _GroupRecords,
-        ingested: set[tuple[str, str, str]],
+        ingested: set[tuple[str, str, str, int]],
         retries: tuple[Mapping[str, Any], ...] = (),
     ) -> None:
-        key = (ds.key, system_name, group_id)
+        key = (ds.key, system_name, group_id, self.repeat)
         if key in ingested:  # a resumed group re-ingests, but its time is recorded once
             return
         out.ingest(
@@ -707,6 +760,7 @@ class Runner:
                 outcome_reason=reason,
                 finish_ms=finish_ms,
                 retries=retries,
+                repeat=self.repeat,
             )
         )
         ingested.add(key)
@@ -719,7 +773,7 @@ class Runner:
         sessions: list[Session],
         pool: CallPool,
         ingest_log: _GroupRecords,
-        ingested: set[tuple[str, str, str]],
+        ingested: set[tuple[str, str, str, int]],
     ) -> _IngestResult:
         """``reset()``, one ``add`` per session, then the declared ``finish_ingest``: each its
         own call with the per-call timeout. A call that raises is recorded (``add`` or
@@ -735,7 +789,10 @@ class Runner:
         failures: list[str] = []
         retries: list[Mapping[str, Any]] = []
 
+        added = 0
+
         def record(outcome: str, reason: str | None) -> None:
+            self._tick("ingest", ds, inst.name, len(sessions) - added)  # the rest, if it stopped
             self._ingest_record(
                 ds, inst.name, group_id, sessions,
                 round(ms, 4) if outcome == "usable" else None,
@@ -762,7 +819,13 @@ class Runner:
                     record("error", reason)
                     return _IngestResult(False, reason)
                 failures.append(f"{label}: {out.reason}")
+                if label.startswith("add"):
+                    added += 1
+                    self._tick("ingest", ds, inst.name)
                 continue
+            if label.startswith("add"):
+                added += 1
+                self._tick("ingest", ds, inst.name)
             ms += out.elapsed_ms or 0.0
             if label == "finish_ingest":
                 finish_ms = round(out.elapsed_ms or 0.0, 4)
@@ -834,7 +897,7 @@ class Runner:
                 if not outcome.timed_out:
                     obs = self._speed_fields(ds, obs, tries[i])
             obs_log.append(obs)
-            self.progress.advance(1)
+            self._tick("search", ds, inst.name)
 
     def _warm_up(self, inst: _Instance, pool: CallPool) -> None:
         """``warm_up()`` once on each of the pool's workers (a barrier holds every worker on
@@ -954,4 +1017,5 @@ class Runner:
             flags=flags,
             retries=retries,
             speed_sample=True if q.id in self.samples.get(ds.key, ()) else None,
+            repeat=self.repeat,
         )

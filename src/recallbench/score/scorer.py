@@ -94,16 +94,18 @@ class Answering:
         metrics: Sequence[str],
         answers: Iterable[AnswerRecord],
         judgements: Iterable[JudgementRecord],
+        repeat: int = 0,
         **info: Any,
     ) -> Answering:
-        """Index the records of ``dataset``; the first record of a key wins (as in repair)."""
+        """Index the records of ``dataset`` and ``repeat``; the first record of a key wins (as
+        in repair)."""
         by_answer: dict[tuple[str, str], AnswerRecord] = {}
         for a in answers:
-            if a.dataset == dataset:
+            if a.dataset == dataset and a.repeat == repeat:
                 by_answer.setdefault((a.system, a.question_id), a)
         by_judgement: dict[tuple[str, str, str], JudgementRecord] = {}
         for j in judgements:
-            if j.dataset == dataset and j.judge == judge:
+            if j.dataset == dataset and j.judge == judge and j.repeat == repeat:
                 by_judgement.setdefault((j.system, j.question_id, j.metric), j)
         return cls(mode, judge, tuple(metrics), by_answer, by_judgement, **info)
 
@@ -221,6 +223,7 @@ def score_dataset(
     context: ScoringContext = RUN,
     ignores_k: Collection[str] = (),
     answering: Answering | None = None,
+    repeat: int = 0,
 ) -> tuple[list[Verdict], dict[str, int]]:
     """Verdicts for one dataset under its benchmark's ``rules``, and the number of questions
     without an observation per system.
@@ -231,10 +234,13 @@ def score_dataset(
 
     ``answering`` (memory and answer modes): the rules score the reader's answer, and the judge
     metrics come from the judgements (a judge or reader error is null with its reason, a
-    failed search 0); each verdict says the mode and carries its ``answering`` record."""
+    failed search 0); each verdict says the mode and carries its ``answering`` record.
+
+    ``repeat`` (``run --repeats``): only that repeat's observations are scored (the key of an
+    observation is its system, question and repeat), and its verdicts carry it."""
     by_key: dict[tuple[str, str], Observation] = {}
     for o in observations:
-        if o.dataset != dataset.key:
+        if o.dataset != dataset.key or o.repeat != repeat:
             continue
         key = (o.system, o.question_id)
         if key in by_key:
@@ -282,6 +288,7 @@ def score_dataset(
                     flags=scoring_flags(obs.flags),
                     mode=answering.mode if answering is not None else context_mode(context),
                     answering=info,
+                    repeat=repeat,
                 )
             )
     return verdicts, missing

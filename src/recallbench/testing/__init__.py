@@ -36,6 +36,7 @@ from recallbench.contracts import Memory, Session
 from recallbench.errors import SystemConfigError
 from recallbench.results import store
 from recallbench.score.metrics import TIMING
+from recallbench.score.repeats import split_repeat_metric
 from recallbench.systems import registry
 from recallbench.systems.base import Capabilities, SystemContext
 from recallbench.systems.bm25 import BM25System
@@ -424,7 +425,8 @@ def _rows(path: Path, drop_timing: bool, systems: frozenset[str] | None = None) 
         if not line:
             continue
         record: dict[str, Any] = json.loads(line)
-        if drop_timing and record.get("metric") in TIMING:
+        metric = split_repeat_metric(str(record.get("metric", "")))[0]
+        if drop_timing and metric in TIMING:  # a timing figure, or one over repeats of it
             continue
         if systems is not None and record.get("system") not in systems:
             continue
@@ -440,7 +442,8 @@ def run_differences(
     """How two results folders differ in their verdicts and metric rows, ignoring the run id
     and date and the timing-derived rows (:data:`recallbench.score.metrics.TIMING`:
     ``latency_ms_*``, ``ingest_ms_total``, ``ingest_add_ms_total``,
-    ``ingest_index_wait_ms_total``, ``ingest_turns_per_s``) and nothing else; ``[]`` when they
+    ``ingest_index_wait_ms_total``, ``ingest_turns_per_s``, and their rows over repeats) and
+    nothing else; ``[]`` when they
     agree. ``systems``: compare only the rows of these systems (e.g. the baselines of a run
     that also ran a plugin)."""
     only = None if systems is None else frozenset(systems)

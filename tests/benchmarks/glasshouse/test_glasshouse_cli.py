@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from recallbench.benchmarks import load_dataset
+from recallbench.benchmarks.glasshouse.export import write_exports
+from recallbench.benchmarks.glasshouse.report import question_set_of
 from recallbench.cli import app
+from recallbench.contracts import verdict_from_dict
 from recallbench.results import store
 
 NAME = "glasshouse-v0.1"
@@ -57,6 +61,7 @@ def _run_core(data: Path, out: Path) -> tuple[Path, str]:
     return next(out.iterdir()), result.output
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_core_run_tables_exports_and_round_trip(data: Path, tmp_path: Path) -> None:
     run_dir, output = _run_core(data, tmp_path / "results")
     # per-axis tables with weighted and plain figures, evidence and characters per question
@@ -71,6 +76,20 @@ def test_core_run_tables_exports_and_round_trip(data: Path, tmp_path: Path) -> N
     assert "| all | dry weighted | 0.000 (0.0%, n=633) | 0.145 (14.5%, n=633) |" in summary
     assert "A control, not a system" in summary and "floor (says nothing)" in output
     verdicts = _lines(run_dir / store.VERDICTS)
+    # exports are written on request only, the same bytes scoring used to write
+    assert not (run_dir / "exports").exists()
+    result = _invoke("export", str(run_dir), "--format", "glasshouse", "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    assert "exports (glasshouse): 2 file(s)" in result.output
+    reference = tmp_path / "reference"
+    ds = load_dataset("glasshouse-v0.1:core", data)
+    write_exports(
+        reference, ds, store.read_observations(run_dir),
+        [verdict_from_dict(v) for v in verdicts], question_set_of(ds),
+    )  # fmt: skip
+    written = sorted(p.relative_to(run_dir) for p in (run_dir / "exports").rglob("*.jsonl"))
+    assert written == sorted(p.relative_to(reference) for p in reference.rglob("*.jsonl"))
+    assert all((run_dir / p).read_bytes() == (reference / p).read_bytes() for p in written)
     for system in ("bm25", "random"):
         export = run_dir / "exports" / "glasshouse" / system / "core-core.jsonl"
         records = _lines(export)
@@ -96,10 +115,14 @@ def test_core_run_tables_exports_and_round_trip(data: Path, tmp_path: Path) -> N
             assert line["value"] == m["gh_dry"]
             ev = m["gh_evidence"]
             assert line["evidence_returned"] == (None if ev is None else bool(ev))
-    # re-scoring the run folder is byte-identical, exports included
+    # re-scoring the run folder is byte-identical and leaves the exports as they are;
+    # exporting again writes the same bytes
     before = {p: p.read_bytes() for p in (run_dir / "exports").rglob("*.jsonl")}
     before[run_dir / store.METRICS] = (run_dir / store.METRICS).read_bytes()
+    before[run_dir / store.VERDICTS] = (run_dir / store.VERDICTS).read_bytes()
     result = _invoke("score", str(run_dir), "-q", "--data-dir", str(data))
+    assert result.exit_code == 0, result.output
+    result = _invoke("export", str(run_dir), "--format", "glasshouse", "--data-dir", str(data))
     assert result.exit_code == 0, result.output
     assert all(p.read_bytes() == b for p, b in before.items())
 
@@ -177,7 +200,7 @@ def test_refusals_are_clear_errors(data: Path, tmp_path: Path) -> None:
 def test_tier_view_over_core_and_small(data: Path, tmp_path: Path) -> None:
     result = _invoke(
         "run", "-q", "--systems", "bm25", "--no-baselines", "--k", "10",
-        "--datasets", "glasshouse-v0.1:core,glasshouse-v0.1:small",
+        "--datasets", "glasshouse-v0.1:core,glasshouse-v0.1:small", "--export", "glasshouse",
         "--data-dir", str(data), "--out", str(tmp_path),
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -97,6 +97,7 @@ def test_network_command_writes_the_file(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "127.0.0.1:1" in bad.output
 
 
+@pytest.mark.slow  # over 5 s on 2 cores: the full suite runs it
 def test_a_run_through_the_rig_records_the_subtraction(tmp_path: Path) -> None:
     """The sample through a delay proxy: each timed search records the network file's median
     as network_ms and latency_ms - network_ms as the remainder, its reply size, its

@@ -386,6 +386,7 @@ def load(
         load_report=report,
         card_notes=notes,
         options=options,
+        slice_order=tuple(ABILITIES),
     )
 
 

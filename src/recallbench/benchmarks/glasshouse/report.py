@@ -290,6 +290,8 @@ class GlasshouseReport(BenchmarkReport):
     def summary_notes(self, dataset: LoadedDataset) -> list[str]:
         return summary_notes(dataset)
 
+    export_formats = ("glasshouse",)
+
     def write_exports(
         self,
         run_dir: Path,

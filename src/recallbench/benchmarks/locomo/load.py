@@ -304,6 +304,7 @@ def load(
         card_notes=notes + overlay_notes,
         options=options,
         facts=facts,
+        slice_order=tuple(CATEGORY_NAMES[n] for n in sorted(CATEGORY_NAMES)),
     )
 
 

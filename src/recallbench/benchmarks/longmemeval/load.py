@@ -245,6 +245,7 @@ def load(
         load_report=report,
         card_notes=notes,
         options=options,
+        slice_order=tuple(QUESTION_TYPES),
     )
 
 
