@@ -44,7 +44,11 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_answer_mode_on_the_sample_completes_offline(tmp_path: Path) -> None:
+def test_answer_mode_on_the_sample_completes_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a cache of its own: replies cached by an earlier test of the session cost nothing (0.0)
+    monkeypatch.setenv("RECALLBENCH_CACHE", str(tmp_path.with_name(tmp_path.name + "-cache")))
     code, out = _run(
         ["run", "--systems", "bm25", "--datasets", "sample", "--mode", "answer",
          "--reader", "mock", "--judge", "mock-judge", "--out", str(tmp_path), "-q"]

@@ -310,6 +310,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self._leave()  # before the reply goes out: the client may send its next call at once
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -336,9 +337,19 @@ class _Handler(BaseHTTPRequestHandler):
         with mock._lock:
             mock.in_flight += 1
             mock.max_in_flight = max(mock.max_in_flight, mock.in_flight)
+        self._counted = True
         try:
             self._post()
         finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        """Count this request out of ``in_flight`` once: when its reply is about to be written
+        (a client that has read it may start another call before this handler returns, which
+        counted after the write read as one call too many), or when the handler ends."""
+        if getattr(self, "_counted", False):
+            self._counted = False
+            mock = self.server.mock
             with mock._lock:
                 mock.in_flight -= 1
 
