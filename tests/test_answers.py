@@ -131,6 +131,7 @@ def test_recallbench_prompts_are_labelled_where_a_benchmark_has_its_own(
     )
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_faulty_endpoint_replies_are_counted_and_shown(tmp_path: Path) -> None:
     faults = [
         Fault("malformed", every=7, models=("mock-judge",)),

@@ -103,6 +103,7 @@ def test_help_imports_nothing_heavy(tmp_path: Path) -> None:
     assert loaded == "[]"
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_reference_glasshouse_run_imports_only_what_it_needs(
     shared_data: Path, tmp_path: Path
 ) -> None:

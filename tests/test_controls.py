@@ -106,6 +106,7 @@ def test_glasshouse_full_idk_floor_needs_no_corpus(shared_data: Path) -> None:
 # ----------------------------------------------------------------------------- LoCoMo
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_locomo_category_5_rewards_one_phrasing_and_not_another(shared_data: Path) -> None:
     _need(shared_data / "locomo" / "locomo10.json")
     _, floor = dataset_controls("locomo", shared_data, extra_answers=["unknown"])

@@ -98,6 +98,7 @@ def test_the_data_files_sha256_is_printed_and_labelled(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_locomo_prints_the_sha256_of_locomo10_json(shared_data: Path) -> None:
     path = shared_data / "locomo" / "locomo10.json"
     if not path.exists():

@@ -66,6 +66,7 @@ def test_glasshouse_full_says_6_7_and_12_1_percent(shared_data: Path, tmp_path: 
     assert plain["dataset_sha256"] and plain["run_id"].startswith("control-")
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_locomo_shows_the_category_5_split(shared_data: Path, tmp_path: Path) -> None:
     if not (shared_data / "locomo" / "locomo10.json").exists():
         pytest.skip("LoCoMo not in the shared data")

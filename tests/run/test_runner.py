@@ -147,6 +147,7 @@ start_run(spec, Path({data!r}), Path({out!r}))
 """
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_sigkill_then_resume_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
     out = tmp_path / "killed"
     script = KILL_SCRIPT.format(data=str(tmp_path / "d"), out=str(out))

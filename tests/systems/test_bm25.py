@@ -85,6 +85,7 @@ def test_the_hook_time_is_ingest_time(tmp_path: Path, monkeypatch: pytest.Monkey
     assert first["latency_ms"] < delay_ms  # the first search carries no build
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_default_bm25_is_at_least_glasshouses_own_on_medium(
     shared_data: Path, tmp_path: Path
 ) -> None:

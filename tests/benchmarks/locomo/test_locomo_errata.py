@@ -444,6 +444,7 @@ def _rows(run_dir: Path) -> dict[tuple[str, str, int | None], dict[str, Any]]:
     return {(r["slice"], r["metric"], r["k"]): r for r in map(json.loads, lines)}
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_a_run_shows_official_and_errata_figures_side_by_side(
     errata_run: tuple[Path, str],
 ) -> None:
@@ -488,6 +489,7 @@ def test_a_run_shows_official_and_errata_figures_side_by_side(
     assert manifest["spec"]["dataset_options"] == {"image_mode": "native", "errata": AUDIT}
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_rescoring_an_errata_run_is_byte_identical(
     errata_run: tuple[Path, str], tmp_path: Path, served: Path
 ) -> None:
@@ -501,6 +503,7 @@ def test_rescoring_an_errata_run_is_byte_identical(
         assert (copy / name).read_bytes() == (run_dir / name).read_bytes(), name
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_a_run_without_the_overlay_has_no_errata_figure(audit_copies: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,
@@ -528,6 +531,7 @@ def _gold_answer(qa: dict[str, Any]) -> str:
     return str(qa["answer"])
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_scoring_predictions_leaves_the_answer_key_errors_out(data: Path, tmp_path: Path) -> None:
     raw = json.loads((data / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
     # an answerer right on every question except the 99 whose key the audit flags

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from http_support import write_config
 from typer.testing import CliRunner
 
@@ -63,6 +64,7 @@ def test_the_sample_gives_the_in_process_bm25_verdicts(
     assert http_record["settings"]["base_url"] == reference.base_url
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_a_seeded_failure_schedule_costs_no_answer(tmp_path: Path) -> None:
     schedule = FailureSchedule(rate=0.3, seed=0, max_in_row=2, retry_after_s=0.05)
     with ReferenceServer(failures=schedule) as server:
@@ -76,6 +78,7 @@ def test_a_seeded_failure_schedule_costs_no_answer(tmp_path: Path) -> None:
     assert ingests and all(r["outcome"] == "usable" for r in ingests)
 
 
+@pytest.mark.slow  # over 4 s on 2 cores: the full suite runs it
 def test_retries_are_visible_per_record(tmp_path: Path) -> None:
     schedule = FailureSchedule(rate=0.3, seed=0, max_in_row=2, retry_after_s=0.05)
     with ReferenceServer(failures=schedule) as server:
