@@ -27,14 +27,9 @@ from recallbench.submissions.leaderboard import (
 
 
 @pytest.fixture(scope="module")
-def board(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def board(tmp_path_factory: pytest.TempPathFactory, honest_run: Path) -> Path:
     """A folder with an honest run (as a folder and again as a .tar.gz) and an edited copy."""
-    out = tmp_path_factory.mktemp("runs")
-    result = CliRunner().invoke(
-        app, ["run", "-q", "--systems", "bm25", "--no-baselines", "--out", str(out)]
-    )
-    assert result.exit_code == 0, result.output
-    (run_dir,) = (p for p in out.iterdir() if p.is_dir())
+    run_dir = honest_run
     folder = tmp_path_factory.mktemp("board")
     shutil.copytree(run_dir, folder / "a-honest")
     with tarfile.open(folder / "b-again.tar.gz", "w:gz") as tf:

@@ -21,15 +21,9 @@ from recallbench.submissions.validate import FAIL, PASS, SKIP, recorded_log_hash
 
 
 @pytest.fixture(scope="module")
-def honest(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One retrieval run of bm25 on the bundled sample (it has null cells: the abstain slice)."""
-    out = tmp_path_factory.mktemp("runs")
-    result = CliRunner().invoke(
-        app, ["run", "-q", "--systems", "bm25", "--no-baselines", "--out", str(out)]
-    )
-    assert result.exit_code == 0, result.output
-    (run_dir,) = (p for p in out.iterdir() if p.is_dir())
-    return run_dir
+def honest(honest_run: Path) -> Path:
+    """The shared bm25 run on the bundled sample (``conftest.honest_run``)."""
+    return honest_run
 
 
 @pytest.fixture
